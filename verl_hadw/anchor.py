@@ -1,0 +1,175 @@
+"""The HA-DW difficulty anchor C_t as a pure, deterministic, serialisable state machine.
+
+One training step t may reach the estimator in several calls (verl's ``separate_async`` trainer splits a
+step into K mini-batches). The state machine therefore keeps one *open* step: every call of that step sees
+the same prior C_t⁻ and adds its correct/valid counts to y_t; the posterior C_t⁺ (Eq. 8) is committed when
+the first call of a later step arrives. Nothing here touches Ray, torch or files: the Ray actor
+(``anchor_actor``) and the checkpoint callback wrap this class without changing its maths.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+from verl_hadw.config import AnchorConfig
+
+__all__ = ["AnchorState", "AnchorView", "AnchorStepError", "population_std"]
+
+SCHEMA_VERSION = 1
+FREEZE_ANCHOR_MOVE = 1e-3  # the anchor "moved" less than this over m steps ...
+FREEZE_ACCURACY_MOVE = 0.05  # ... while y_t moved more than this: the literal Eq. 10 has frozen it
+
+
+class AnchorStepError(RuntimeError):
+    """A call arrived for a step older than the anchor's open step (e.g. a resume that lost its state)."""
+
+
+def population_std(values: list[float]) -> float:
+    """sqrt((1/m) Σ (v - v̄)²), the population std of Eq. 10."""
+    mean = sum(values) / len(values)
+    return math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+
+
+@dataclass(frozen=True)
+class AnchorView:
+    """What one estimator call needs and reports: the step's prior and the posterior so far."""
+
+    step: int
+    prior: float  # C_t⁻, used in Eq. 13 by every call of step t
+    posterior: float  # C_t⁺ from the step's calls so far (final after its last call)
+    batch_acc: float  # y_t over the step's calls so far (Eq. 7)
+    eta_t: float
+    sigma_t: float
+    frozen: bool  # the anchor-freeze warning condition holds (see FREEZE_* above)
+
+
+@dataclass
+class AnchorState:
+    """C_t and its history. ``observe`` is the only mutation; ``to_dict``/``from_dict`` round-trip exactly."""
+
+    config: AnchorConfig = field(default_factory=AnchorConfig)
+    open_step: int | None = None  # the step whose calls are being accumulated
+    prior: float | None = None  # C⁻ of the open step
+    correct: float = 0.0  # Σ accuracy over the open step's valid responses (K_t of Eq. 7)
+    count: int = 0  # number of valid responses of the open step (B_t of Eq. 7)
+    calls: list[int] = field(default_factory=list)  # call ids already counted in the open step
+    posteriors: list[float] = field(default_factory=list)  # committed C⁺, newest last (m + 1 kept)
+    accuracies: list[float] = field(default_factory=list)  # committed y_t, newest last (m + 1 kept)
+    committed_steps: int = 0  # number of steps committed so far
+    warned_frozen: bool = False
+
+    # ------------------------------------------------------------------------------------ transitions
+    def observe(self, step: int, call: int, correct: float, count: int) -> AnchorView:
+        """Add one estimator call's counts to ``step`` and return the step's prior and running posterior.
+
+        A repeated ``(step, call)`` is not counted twice. A new, larger ``step`` first commits the open one.
+        """
+        if count <= 0:
+            raise ValueError(f"an anchor observation needs at least one valid response, got count={count}")
+        if self.open_step is not None and step < self.open_step:
+            raise AnchorStepError(
+                f"anchor received step {step} after step {self.open_step}; a restarted run must restore the "
+                "anchor from its checkpoint (see HadwCheckpointCallback) instead of starting it again"
+            )
+        if self.open_step is not None and step > self.open_step:
+            self._commit()
+        if self.open_step is None or step != self.open_step:
+            self.prior = self._next_prior(correct / count)
+            self.open_step, self.correct, self.count, self.calls = step, 0.0, 0, []
+        if call not in self.calls:
+            self.calls.append(call)
+            self.correct += float(correct)
+            self.count += int(count)
+        return self.view()
+
+    def view(self) -> AnchorView:
+        """The open step's prior, running y_t and the posterior it would commit now."""
+        if self.open_step is None:
+            raise RuntimeError("the anchor has not observed any step yet")
+        y = self.correct / self.count
+        posterior, eta_t, sigma_t = self._posterior(y)
+        return AnchorView(
+            step=self.open_step,
+            prior=self._effective_prior(y),
+            posterior=posterior,
+            batch_acc=y,
+            eta_t=eta_t,
+            sigma_t=sigma_t,
+            frozen=self._frozen(posterior, y),
+        )
+
+    def mark_warned(self) -> None:
+        self.warned_frozen = True
+
+    # ---------------------------------------------------------------------------------------- the maths
+    def _next_prior(self, first_y: float) -> float:
+        """C_t⁻ of a new step: Eq. 12 (previous posterior), or the initial anchor on the first step."""
+        cfg = self.config
+        if cfg.mode == "fixed":
+            return cfg.fixed_value
+        if self.posteriors:
+            return self.posteriors[-1]  # Eq. 12: C_{t-1}⁺ → C_t⁻
+        # Paper silent on C_0: "first_batch" uses the first call's accuracy (= y_1 with one call per step).
+        return first_y if cfg.init == "first_batch" else float(cfg.init)
+
+    def _effective_prior(self, y: float) -> float:
+        """The anchor Eq. 13 compares p̂ with. ``include_current`` (released code) folds y_t into it."""
+        if self.config.mode == "moving_average" and self.config.include_current:
+            return self._moving_average(y)
+        return self.prior
+
+    def _window(self, values: list[float]) -> list[float]:
+        return values[-self.config.window :]
+
+    def _moving_average(self, y: float) -> float:
+        """App. F hard update: C_t⁺ = (1/h)(Σ_{j=1}^{h-1} y_{t-j} + y_t)."""
+        window = self._window(self.accuracies + [y])
+        return sum(window) / len(window)
+
+    def _posterior(self, y: float) -> tuple[float, float, float]:
+        """(C_t⁺, η_t, σ_t) for batch accuracy y_t."""
+        cfg = self.config
+        if cfg.mode == "fixed":
+            return cfg.fixed_value, 0.0, 0.0
+        if cfg.mode == "moving_average":
+            window = self._window(self.accuracies + [y])
+            return self._moving_average(y), 1.0 / len(window), population_std(window)
+        # Eq. 9-10 over the last m beliefs C_{t-1..t-m} (or the last m batch accuracies, sigma_source=accuracy)
+        past = self._window(self.posteriors if cfg.sigma_source == "anchor" else self.accuracies)
+        sigma_t = population_std(past) if len(past) >= 2 else cfg.sigma_warmup
+        eta_t = min(max(cfg.eta * sigma_t, cfg.eta_min), 1.0)  # Eq. 11, bounded to [eta_min, 1] (Eq. 8)
+        posterior = (1.0 - eta_t) * self.prior + eta_t * y  # Eq. 8
+        return posterior, eta_t, sigma_t
+
+    def _frozen(self, posterior: float, y: float) -> bool:
+        m = self.config.window
+        if self.config.mode != "kalman" or len(self.posteriors) < m:
+            return False
+        anchor_moved = abs(posterior - self.posteriors[-m])
+        accuracy_moved = abs(y - self.accuracies[-m])
+        return anchor_moved < FREEZE_ANCHOR_MOVE and accuracy_moved > FREEZE_ACCURACY_MOVE
+
+    def _commit(self) -> None:
+        y = self.correct / self.count
+        posterior, _, _ = self._posterior(y)
+        keep = self.config.window + 1  # m for σ_t, one more for the freeze check
+        self.posteriors = (self.posteriors + [posterior])[-keep:]
+        self.accuracies = (self.accuracies + [y])[-keep:]
+        self.committed_steps += 1
+
+    # ----------------------------------------------------------------------------------- serialisation
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["schema_version"] = SCHEMA_VERSION
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict, config: AnchorConfig | None = None) -> "AnchorState":
+        """Rebuild a state; ``config`` (the run's current anchor config) overrides the saved one."""
+        data = dict(data)
+        version = data.pop("schema_version", None)
+        if version != SCHEMA_VERSION:
+            raise ValueError(f"unsupported anchor state schema_version {version!r} (expected {SCHEMA_VERSION})")
+        saved = AnchorConfig(**data.pop("config"))
+        return cls(config=config or saved, **data)

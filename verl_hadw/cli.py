@@ -1,0 +1,80 @@
+"""``verl-hadw`` command line: ``doctor`` (is the plugin wired into verl?) and ``demo`` (synthetic steps)."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+
+REGISTRATION_CHECK = (
+    "import verl\n"
+    "from verl.trainer.ppo.core_algos import get_adv_estimator_fn\n"
+    "for name in ('hadw', 'dgpo'):\n"
+    "    fn = get_adv_estimator_fn(name)\n"
+    "    print(name, '->', fn.__module__ + '.' + fn.__qualname__)\n"
+)
+
+
+def doctor(_args: argparse.Namespace) -> int:
+    """Report verl's version, registration in a fresh ``import verl`` process, and Ray; exit 1 on a problem."""
+    from importlib.metadata import PackageNotFoundError, entry_points, version
+
+    from verl_hadw import VERL_VERSION
+
+    problems = []
+    try:
+        verl_version = version("verl")
+    except PackageNotFoundError:
+        verl_version = None
+    ok = verl_version == VERL_VERSION
+    print(f"[{'ok' if ok else 'FAIL'}] verl version: {verl_version} (verl-hadw is built for {VERL_VERSION})")
+    if not ok:
+        problems.append("install verl==0.9.1")
+
+    eps = [ep for ep in entry_points(group="verl.plugins") if ep.value.startswith("verl_hadw")]
+    print(f"[{'ok' if eps else 'FAIL'}] verl.plugins entry point: {', '.join(ep.value for ep in eps) or 'missing'}")
+    if not eps:
+        problems.append("reinstall verl-hadw (pip install -e .) so its verl.plugins entry point exists")
+
+    proc = subprocess.run([sys.executable, "-c", REGISTRATION_CHECK], capture_output=True, text=True)
+    registered = proc.returncode == 0
+    print(f"[{'ok' if registered else 'FAIL'}] registration after a plain 'import verl' in a fresh process:")
+    for line in (proc.stdout if registered else proc.stderr).strip().splitlines()[-4:]:
+        print(f"       {line}")
+    if not registered:
+        problems.append("the plugin did not register (verl hides plugin import errors: try 'python -c \"import verl_hadw.register\"')")
+
+    try:
+        import ray
+
+        print(f"[ok] ray {ray.__version__} importable (cluster initialised here: {ray.is_initialized()})")
+    except ImportError as exc:
+        print(f"[FAIL] ray: {exc}")
+        problems.append("install ray")
+
+    print("all good" if not problems else "problems:\n  - " + "\n  - ".join(problems))
+    return 0 if not problems else 1
+
+
+def demo(args: argparse.Namespace) -> int:
+    from verl_hadw.demo import run_demo
+
+    run_demo(estimator=args.estimator, steps=args.steps, seed=args.seed)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="verl-hadw", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("doctor", help="check that verl sees the hadw/dgpo estimators").set_defaults(func=doctor)
+    p = sub.add_parser("demo", help="push synthetic batches through verl's compute_advantage")
+    p.add_argument("--estimator", default="hadw", choices=["hadw", "dgpo", "grpo"])
+    p.add_argument("--steps", type=int, default=12)
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=demo)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,190 @@
+"""HA-DW and DGPO advantage estimators, registered in verl's ``ADV_ESTIMATOR_REGISTRY``.
+
+Equation numbers refer to the papers (``papers.md``): HA-DW = arXiv 2601.08521 §3 (Eqs. 7-17); DGPO =
+MathForge, arXiv 2601.20614 §3.1 (Eqs. 3-6). Every statistic is computed over valid rows only (padding rows
+get advantage 0) and vectorised over groups with index tensors.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, register_adv_est
+
+from verl_hadw import anchor_client, metrics
+from verl_hadw.config import DgpoConfig, HadwConfig, parse_dgpo, parse_hadw
+from verl_hadw.groups import Batch, accuracy_of, group_reduce, group_sum, prepare_batch
+
+__all__ = [
+    "compute_hadw_outcome_advantage",
+    "compute_dgpo_outcome_advantage",
+    "grpo_advantage",
+    "dgpo_advantage",
+    "hadw_weights",
+]
+
+
+def _register(name: str):
+    """``register_adv_est`` that tolerates re-importing this module (same qualified name)."""
+
+    def decorator(fn):
+        old = ADV_ESTIMATOR_REGISTRY.get(name)
+        if old is not None and (old.__module__, old.__qualname__) == (fn.__module__, fn.__qualname__):
+            ADV_ESTIMATOR_REGISTRY[name] = fn
+            return fn
+        return register_adv_est(name)(fn)
+
+    return decorator
+
+
+# ------------------------------------------------------------------------------------- base advantages
+def grpo_advantage(b: Batch, epsilon: float, norm_by_std: bool) -> torch.Tensor:
+    """(n,) GRPO: (s - mean_g)/(std_g + ε), unbiased std; s - mean_g without std (Dr.GRPO).
+
+    Single-response groups follow verl's ``grpo``: mean 0, std 1.
+    """
+    centered = b.scores - b.mean[b.gid]
+    return centered / (b.std[b.gid] + epsilon) if norm_by_std else centered
+
+
+def dgpo_advantage(b: Batch, acc: torch.Tensor | None, cfg: DgpoConfig) -> tuple[torch.Tensor, dict[str, float]]:
+    """(n,) DGPO advantage Â_DG · λ_g · (valid-token ratio), and its per-call counts.
+
+    acc: (n,) accuracy per valid row, needed only for DQW (difficulty uses accuracy, DGAE the raw score).
+    """
+    # Valid group: >= 2 valid responses whose scores are not all equal.
+    spread = group_reduce(b.scores, b.gid, b.n_groups, "amax") - group_reduce(b.scores, b.gid, b.n_groups, "amin")
+    valid_g = (b.count >= 2) & (spread > 0)
+    centered = b.scores - b.mean[b.gid]
+    if cfg.dgae:
+        mad = group_sum(centered.abs(), b.gid, b.n_groups) / b.count  # MAD_g = (1/G) Σ_i |r_i - mean(r)|
+        adv = centered / (mad[b.gid] + cfg.epsilon)  # Eqs. 4-5: Â_DG = (r - mean(r)) / MAD(r)
+    else:
+        adv = grpo_advantage(b, cfg.epsilon, cfg.norm_adv_by_std)
+    in_valid = valid_g[b.gid]
+    adv = torch.where(in_valid, adv, torch.zeros_like(adv))
+
+    n_valid = int(valid_g.sum())
+    weight = torch.ones(b.n_groups, dtype=adv.dtype, device=adv.device)
+    if cfg.dqw and n_valid > 0:
+        acc_mean = group_sum(acc, b.gid, b.n_groups) / b.count
+        difficulty = torch.where(acc_mean > 0, -acc_mean, torch.full_like(acc_mean, -1.0))  # D = -acc; all wrong: -1
+        weight[valid_g] = n_valid * torch.softmax(difficulty[valid_g] / cfg.temperature, dim=0)  # Eq. 6: λ_s
+    adv = adv * weight[b.gid]
+
+    tokens_all = float(b.lengths.sum())
+    tokens_valid = float(b.lengths[in_valid].sum())
+    if cfg.valid_token_norm and tokens_valid > 0:
+        # Eq. 3's denominator is the valid tokens; verl's token-mean divides by all tokens of the mini-batch.
+        adv = adv * (tokens_all / tokens_valid)
+    valid_weights = weight[valid_g]
+    counts = {
+        "groups": float(b.n_groups),
+        "valid_groups": float(n_valid),
+        "tokens_all": tokens_all,
+        "tokens_valid": tokens_valid,
+        "weight_min": float(valid_weights.min()) if n_valid else float("nan"),
+        "weight_max": float(valid_weights.max()) if n_valid else float("nan"),
+    }
+    return adv, counts
+
+
+# -------------------------------------------------------------------------------------------- HA-DW
+def hadw_weights(adv: torch.Tensor, p_hat: torch.Tensor, prior: float, lambda_scale: float) -> torch.Tensor:
+    """(n,) Φ_{t,i} of Eqs. 13-16 from the base advantage Â (n,) and each row's group accuracy p̂_t (n,)."""
+    diff_his = p_hat - prior  # Eq. 13, with the prior C_t⁻
+    D = -torch.sign(adv) * torch.sign(diff_his)  # Eq. 14
+    M = diff_his.abs()  # Eq. 15
+    return lambda_scale * torch.exp(D * M)  # Eq. 16
+
+
+def _scatter_rows(values: torch.Tensor, b: Batch) -> torch.Tensor:
+    """(N,) with ``values`` (n,) at the valid rows and 0 at padding rows."""
+    out = torch.zeros(b.n_rows, dtype=values.dtype, device=values.device)
+    return out.index_copy_(0, b.rows, values)
+
+
+def _broadcast(scalar: torch.Tensor, b: Batch, response_mask: torch.Tensor) -> torch.Tensor:
+    """(N, L) advantages: one scalar per row over its response tokens."""
+    return _scatter_rows(scalar, b).unsqueeze(-1) * response_mask
+
+
+@_register("hadw")
+def compute_hadw_outcome_advantage(
+    token_level_rewards: torch.Tensor,
+    response_mask: torch.Tensor,
+    index: Any = None,
+    config: Any = None,
+    **kwargs,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """HA-DW (History-Aware Adaptive Difficulty Weighting) over a GRPO or DGPO base advantage.
+
+    Final advantage Â_{t,i} · Φ_{t,i} (Eq. 17), Φ from the cross-step anchor's prior C_t⁻ (Eqs. 13-16); the
+    anchor then absorbs this step's batch accuracy y_t (Eqs. 7-12), once per training step.
+
+    Args:
+        token_level_rewards: (bs, response_length) float
+        response_mask: (bs, response_length); all-zero rows are padding (advantage 0)
+        index: (bs,) np.ndarray of uid per row, the group of each response
+        config: verl's ``algorithm`` node; options under ``algorithm.hadw`` (see ``HadwConfig``)
+
+    Returns:
+        advantages, returns: (bs, response_length), equal
+    """
+    cfg: HadwConfig = parse_hadw(config)
+    with torch.no_grad():
+        b = prepare_batch(token_level_rewards, response_mask, index)
+        threshold = cfg.success_threshold if cfg.success_threshold is not None else cfg.dgpo.success_threshold
+        acc = accuracy_of(b.scores, threshold, "algorithm.hadw.success_threshold")
+        if cfg.base == "dgpo":
+            adv, dgpo_counts = dgpo_advantage(b, acc, cfg.dgpo)
+        else:
+            adv, dgpo_counts = grpo_advantage(b, cfg.epsilon, cfg.norm_adv_by_std), None
+        p_hat = (group_sum(acc, b.gid, b.n_groups) / b.count)[b.gid]  # per-group mean accuracy
+
+        view = anchor_client.observe(cfg, correct=float(acc.sum()), count=int(acc.numel()))  # Eq. 7 counts
+        phi = hadw_weights(adv, p_hat, view.prior, cfg.lambda_scale)
+        if cfg.normalize_phi:
+            phi = phi / phi.mean()
+        advantages = _broadcast(adv * phi, b, response_mask)
+
+        metrics.record_hadw(view, phi, amplified=float((phi > cfg.lambda_scale).sum()))
+        if dgpo_counts is not None:
+            metrics.record_dgpo(view.step, dgpo_counts)
+    return advantages, advantages
+
+
+# --------------------------------------------------------------------------------------------- DGPO
+@_register("dgpo")
+def compute_dgpo_outcome_advantage(
+    token_level_rewards: torch.Tensor,
+    response_mask: torch.Tensor,
+    index: Any = None,
+    config: Any = None,
+    **kwargs,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """DGPO: MAD-normalised group advantage (DGAE, Eqs. 4-5), difficulty-aware question weights over the
+    valid groups (DQW, Eq. 6) and valid-token loss averaging folded into the advantages (Eq. 3).
+
+    The valid-token factor makes verl's ``token-mean`` loss a mean over valid tokens exactly when one
+    step's batch is one optimiser mini-batch (``ppo_mini_batch_size == train_batch_size``, or the
+    ``separate_async`` trainer); otherwise it holds in expectation.
+
+    Args:
+        token_level_rewards: (bs, response_length) float
+        response_mask: (bs, response_length); all-zero rows are padding (advantage 0)
+        index: (bs,) np.ndarray of uid per row
+        config: verl's ``algorithm`` node; options under ``algorithm.dgpo`` (see ``DgpoConfig``)
+
+    Returns:
+        advantages, returns: (bs, response_length), equal
+    """
+    cfg = parse_dgpo(config)
+    with torch.no_grad():
+        b = prepare_batch(token_level_rewards, response_mask, index)
+        acc = accuracy_of(b.scores, cfg.success_threshold, "algorithm.dgpo.success_threshold") if cfg.dqw else None
+        adv, counts = dgpo_advantage(b, acc, cfg)
+        advantages = _broadcast(adv, b, response_mask)
+        metrics.record_dgpo(anchor_client.current_step_for_metrics(), counts)
+    return advantages, advantages

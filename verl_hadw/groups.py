@@ -1,0 +1,110 @@
+"""Vectorised per-group statistics over verl's uid index, with padding rows excluded.
+
+verl pads a step's batch with rows whose ``response_mask`` is all zero (``padding_utils``); they must not
+count as responses. Every helper here works on the *valid* rows only, with group ids from verl's own
+``as_torch_index``; results for padding rows are zero. No Python loop over rows or groups.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from verl.utils.groupwise import as_torch_index, group_mean_std
+
+__all__ = ["Batch", "prepare_batch", "group_sum", "accuracy_of"]
+
+
+@dataclass
+class Batch:
+    """A call's valid rows, compacted: every (n,) tensor is indexed by valid row, every (G,) by group."""
+
+    rows: torch.Tensor  # (n,) long, positions of the valid rows in the (N, L) batch
+    scores: torch.Tensor  # (n,) outcome scores Σ_t token_level_rewards
+    lengths: torch.Tensor  # (n,) response tokens per valid row
+    gid: torch.Tensor  # (n,) long, contiguous group id in [0, G)
+    n_groups: int  # G
+    count: torch.Tensor  # (G,) valid responses per group
+    mean: torch.Tensor  # (G,) group mean score (verl's group_mean_std; singletons: 0)
+    std: torch.Tensor  # (G,) unbiased group std (singletons: 1)
+    n_rows: int  # N, including padding rows
+
+
+def group_sum(values: torch.Tensor, gid: torch.Tensor, n_groups: int) -> torch.Tensor:
+    """(G,) Σ over each group's rows of ``values`` (n,)."""
+    return torch.zeros(n_groups, dtype=values.dtype, device=values.device).index_add_(0, gid, values)
+
+
+def group_reduce(values: torch.Tensor, gid: torch.Tensor, n_groups: int, how: str) -> torch.Tensor:
+    """(G,) per-group ``amax``/``amin`` of ``values`` (n,)."""
+    out = torch.zeros(n_groups, dtype=values.dtype, device=values.device)
+    return out.scatter_reduce_(0, gid, values, reduce=how, include_self=False)
+
+
+def prepare_batch(token_level_rewards: torch.Tensor, response_mask: torch.Tensor, index) -> Batch:
+    """Scores, lengths and group statistics of the valid rows of one estimator call.
+
+    Args:
+        token_level_rewards: (N, L) float, the outcome reward summed over tokens is the score.
+        response_mask: (N, L), rows that are all zero are verl's padding rows.
+        index: (N,) uid per row (np.ndarray of str/int or a tensor).
+    """
+    if index is None:
+        raise ValueError(
+            "the advantage estimator got no 'index': verl passes data.non_tensor_batch['uid'] as the group "
+            "index; make sure every row of the batch carries a 'uid'"
+        )
+    n_rows = token_level_rewards.shape[0]
+    if len(index) != n_rows:
+        raise ValueError(f"index has {len(index)} entries but the batch has {n_rows} rows")
+    if n_rows == 0:
+        raise ValueError("the advantage estimator got an empty batch (0 rows)")
+    lengths = response_mask.sum(dim=-1)
+    valid = lengths > 0
+    rows = valid.nonzero().squeeze(-1)
+    if rows.numel() == 0:
+        raise ValueError(f"the batch has {n_rows} rows but none with a response token (all padding)")
+    scores = token_level_rewards.sum(dim=-1)[rows]
+    if not torch.isfinite(scores).all():
+        bad = rows[~torch.isfinite(scores)][:5].tolist()
+        raise ValueError(f"non-finite (NaN/Inf) rewards in rows {bad}: check the reward function's output")
+    index_valid = index[rows.cpu().numpy()] if isinstance(index, np.ndarray) else as_valid_index(index, rows)
+    gid = as_torch_index(index_valid, device=scores.device)
+    _, gid = torch.unique(gid, return_inverse=True)  # contiguous ids over the valid rows only
+    mean, std, count = group_mean_std(scores, gid, eps=0.0, device=scores.device)
+    return Batch(
+        rows=rows,
+        scores=scores.float(),
+        lengths=lengths[rows].float(),
+        gid=gid,
+        n_groups=int(count.numel()),
+        count=count,
+        mean=mean,
+        std=std,
+        n_rows=n_rows,
+    )
+
+
+def as_valid_index(index, rows: torch.Tensor):
+    """``index`` restricted to ``rows`` for index types other than ndarray (tensor or list)."""
+    if isinstance(index, torch.Tensor):
+        return index.reshape(-1)[rows.to(index.device)]
+    return np.asarray(index, dtype=object)[rows.cpu().numpy()]
+
+
+def accuracy_of(scores: torch.Tensor, threshold: float | None, key: str) -> torch.Tensor:
+    """(n,) accuracy in {0, 1}: the score itself when binary, else ``score > threshold``.
+
+    ``key`` names the config key to set in the error for non-binary scores without a threshold.
+    """
+    if threshold is not None:
+        return (scores > threshold).float()
+    binary = (scores == 0) | (scores == 1)
+    if not binary.all():
+        example = scores[~binary][:3].tolist()
+        raise ValueError(
+            f"rewards are not binary accuracies (e.g. {example}); set {key}=<threshold> so that "
+            f"accuracy = score > threshold (DAPO's ±1 rewards with overlong penalties: 0)"
+        )
+    return scores.float()
