@@ -71,7 +71,7 @@ class AnchorClient:
         self.state.mark_warned()
         message = (
             f"HA-DW anchor '{self.key}' is frozen: it moved < 1e-3 over {self.config.window} steps while the batch "
-            f"accuracy moved > 0.05 (anchor {view.posterior:.4f}, accuracy {view.batch_acc:.4f}). The literal "
+            f"accuracy is > 0.05 away from it (anchor {view.posterior:.4f}, accuracy {view.batch_acc:.4f}). The literal "
             "Eq. 10 sigma shrinks with the anchor's own history; raise algorithm.hadw.anchor.eta, set "
             "anchor.sigma_source=accuracy or anchor.eta_min > 0."
         )
@@ -98,8 +98,10 @@ def observe(cfg: HadwConfig, correct: float, count: int) -> AnchorView:
 
 
 def reset(key: str | None = None) -> None:
-    """Forget one anchor (or all) in this process: for tests and notebooks, never called by the plugin."""
+    """Forget one anchor (or all, and the dgpo step counter) in this process: for tests and notebooks."""
+    global _metrics_step
     if key is None:
         _CLIENTS.clear()
+        _metrics_step = 0
     else:
         _CLIENTS.pop(key, None)

@@ -1,0 +1,17 @@
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _fresh_anchor_state():
+    """Each test starts with no anchors, no buffered metrics and verl's step unset."""
+    from verl.utils.skip.skip_manager import SkipManager
+
+    from verl_hadw import anchor_client, metrics
+
+    anchor_client.reset()
+    metrics._PENDING.clear()
+    SkipManager.set_step(-1)
+    yield
+    anchor_client.reset()
+    metrics._PENDING.clear()
+    SkipManager.set_step(-1)

@@ -1,0 +1,34 @@
+"""Batch builders shared by the tests (tests/ has no __init__.py: verl ships a top-level ``tests`` package)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+
+def make_inputs(scores, groups, lengths=None, length=6):
+    """(token_level_rewards, response_mask, index) for per-row ``scores`` and group labels.
+
+    ``lengths`` per row (0 = a verl padding row); the score sits on the last response token.
+    """
+    scores = torch.as_tensor(scores, dtype=torch.float32)
+    n = scores.numel()
+    lengths = torch.full((n,), length) if lengths is None else torch.as_tensor(lengths)
+    mask = (torch.arange(length)[None, :] < lengths[:, None]).float()
+    rewards = torch.zeros(n, length)
+    rows = torch.nonzero(lengths > 0).squeeze(-1)
+    rewards[rows, lengths[rows] - 1] = scores[rows]
+    index = np.array([str(g) for g in groups], dtype=object)
+    return rewards, mask, index
+
+
+def algo(estimator="hadw", **hadw):
+    """A verl ``algorithm`` node as a plain dict; ``dgpo=...`` and ``norm=...`` are pulled out of ``hadw``."""
+    dgpo = hadw.pop("dgpo", {})
+    norm = hadw.pop("norm", True)
+    return {"adv_estimator": estimator, "norm_adv_by_std_in_grpo": norm, "hadw": hadw, "dgpo": dgpo}
+
+
+def row_adv(advantages, mask):
+    """(N,) the per-row scalar advantage (0 for padding rows)."""
+    return (advantages * mask).sum(-1) / mask.sum(-1).clamp_min(1)

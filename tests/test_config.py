@@ -1,0 +1,68 @@
+import pytest
+from omegaconf import OmegaConf
+
+from verl_hadw.config import AnchorConfig, ConfigError, DgpoConfig, HadwConfig, parse_dgpo, parse_hadw
+
+
+def test_defaults_from_missing_nodes():
+    assert parse_hadw(None) == HadwConfig()
+    assert parse_hadw({"adv_estimator": "hadw"}) == HadwConfig()
+    assert parse_dgpo({}) == DgpoConfig()
+    cfg = parse_hadw({})
+    assert cfg.lambda_scale == 1.3 and cfg.anchor.mode == "kalman" and cfg.anchor.window == 10
+    assert cfg.anchor.sigma_source == "anchor" and cfg.anchor.eta == 16.0 and cfg.anchor.init == "first_batch"
+    assert parse_dgpo({}).temperature == 2.0
+
+
+def test_dictconfig_with_interpolation_and_nested_anchor():
+    node = OmegaConf.create(
+        {
+            "norm_adv_by_std_in_grpo": False,
+            "name": "exp1",
+            "hadw": {"state_key": "${name}", "lambda_scale": 1.5, "anchor": {"mode": "moving_average", "window": 4}},
+            "dgpo": {"temperature": 5.0, "dqw": False},
+        }
+    )
+    cfg = parse_hadw(node)
+    assert cfg.state_key == "exp1" and cfg.lambda_scale == 1.5 and cfg.norm_adv_by_std is False
+    assert cfg.anchor == AnchorConfig(mode="moving_average", window=4)
+    assert cfg.dgpo.temperature == 5.0 and cfg.dgpo.dqw is False and cfg.dgpo.norm_adv_by_std is False
+
+
+@pytest.mark.parametrize(
+    "node, message",
+    [
+        ({"hadw": {"lamda_scale": 1.3}}, "Unknown key 'algorithm.hadw.lamda_scale'. Did you mean 'algorithm.hadw.lambda_scale'?"),
+        ({"hadw": {"anchor": {"windw": 3}}}, "Unknown key 'algorithm.hadw.anchor.windw'. Did you mean 'algorithm.hadw.anchor.window'?"),
+        ({"dgpo": {"temprature": 1.0}}, "Unknown key 'algorithm.dgpo.temprature'. Did you mean 'algorithm.dgpo.temperature'?"),
+        ({"hadw": {"norm_adv_by_std": False}}, "Unknown key 'algorithm.hadw.norm_adv_by_std'"),
+        ({"hadw": {"lambda_scale": 0}}, "algorithm.hadw.lambda_scale=0.0 is out of range; valid: (0.0, inf]"),
+        ({"hadw": {"lambda_scale": -1.3}}, "algorithm.hadw.lambda_scale=-1.3 is out of range"),
+        ({"hadw": {"lambda_scale": "big"}}, "algorithm.hadw.lambda_scale must be a finite number"),
+        ({"hadw": {"lambda_scale": float("nan")}}, "algorithm.hadw.lambda_scale must be a finite number"),
+        ({"hadw": {"anchor": {"eta": -0.1}}}, "algorithm.hadw.anchor.eta=-0.1 is out of range; valid: [0.0, inf]"),
+        ({"hadw": {"anchor": {"eta_min": 1.5}}}, "algorithm.hadw.anchor.eta_min=1.5 is out of range; valid: [0.0, 1.0]"),
+        ({"hadw": {"anchor": {"window": 0}}}, "algorithm.hadw.anchor.window=0 is out of range; valid: an integer >= 1"),
+        ({"hadw": {"anchor": {"window": 2.5}}}, "algorithm.hadw.anchor.window=2.5 is out of range"),
+        ({"hadw": {"anchor": {"mode": "ema"}}}, "algorithm.hadw.anchor.mode='ema' is not valid; choose one of: kalman, moving_average, fixed"),
+        ({"hadw": {"anchor": {"sigma_source": "posterior"}}}, "choose one of: anchor, accuracy"),
+        ({"hadw": {"anchor": {"init": 1.5}}}, "algorithm.hadw.anchor.init=1.5 is not valid; use 'first_batch' or a number in [0, 1]"),
+        ({"hadw": {"anchor": {"init": "zero"}}}, "algorithm.hadw.anchor.init='zero' is not valid"),
+        ({"hadw": {"anchor": {"fixed_value": 2}}}, "algorithm.hadw.anchor.fixed_value=2.0 is out of range; valid: [0.0, 1.0]"),
+        ({"hadw": {"anchor": {"include_current": "yes"}}}, "algorithm.hadw.anchor.include_current must be true or false"),
+        ({"hadw": {"base": "ppo"}}, "algorithm.hadw.base='ppo' is not valid; choose one of: grpo, dgpo"),
+        ({"hadw": {"state_key": ""}}, "algorithm.hadw.state_key must be a non-empty string"),
+        ({"hadw": {"anchor": [1, 2]}}, "algorithm.hadw.anchor must be a mapping"),
+        ({"dgpo": {"temperature": 0}}, "algorithm.dgpo.temperature=0.0 is out of range; valid: (0.0, inf]"),
+        ({"dgpo": {"dqw": 1}}, "algorithm.dgpo.dqw must be true or false"),
+        ({"norm_adv_by_std_in_grpo": "no"}, "algorithm.norm_adv_by_std_in_grpo must be true or false"),
+    ],
+)
+def test_bad_config_names_key_and_valid_values(node, message):
+    with pytest.raises(ConfigError) as err:
+        parse_hadw(node)
+    assert message in str(err.value)
+
+
+def test_eta_above_one_is_valid_because_eq8_bounds_eta_t_not_eta():
+    assert parse_hadw({"hadw": {"anchor": {"eta": 5.0}}}).anchor.eta == 5.0
