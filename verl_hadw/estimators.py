@@ -73,8 +73,9 @@ def dgpo_advantage(b: Batch, acc: torch.Tensor | None, cfg: DgpoConfig) -> tuple
         weight[valid_g] = n_valid * torch.softmax(difficulty[valid_g] / cfg.temperature, dim=0)  # Eq. 6: λ_s
     adv = adv * weight[b.gid]
 
-    tokens_all = float(b.lengths.sum())
-    tokens_valid = float(b.lengths[in_valid].sum())
+    lengths = b.lengths()
+    tokens_all = float(lengths.sum())
+    tokens_valid = float(lengths[in_valid].sum())
     if cfg.valid_token_norm and tokens_valid > 0:
         # Eq. 3's denominator is the valid tokens; verl's token-mean divides by all tokens of the mini-batch.
         adv = adv * (tokens_all / tokens_valid)
@@ -101,6 +102,8 @@ def hadw_weights(adv: torch.Tensor, p_hat: torch.Tensor, prior: float, lambda_sc
 
 def _scatter_rows(values: torch.Tensor, b: Batch) -> torch.Tensor:
     """(N,) with ``values`` (n,) at the valid rows and 0 at padding rows."""
+    if b.rows.numel() == b.n_rows:
+        return values
     out = torch.zeros(b.n_rows, dtype=values.dtype, device=values.device)
     return out.index_copy_(0, b.rows, values)
 
@@ -149,7 +152,7 @@ def compute_hadw_outcome_advantage(
             phi = phi / phi.mean()
         advantages = _broadcast(adv * phi, b, response_mask)
 
-        metrics.record_hadw(view, phi, amplified=float((phi > cfg.lambda_scale).sum()))
+        metrics.record_hadw(view, phi, cfg.lambda_scale)
         if dgpo_counts is not None:
             metrics.record_dgpo(view.step, dgpo_counts)
     return advantages, advantages

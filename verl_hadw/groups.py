@@ -22,13 +22,30 @@ class Batch:
 
     rows: torch.Tensor  # (n,) long, positions of the valid rows in the (N, L) batch
     scores: torch.Tensor  # (n,) outcome scores Σ_t token_level_rewards
-    lengths: torch.Tensor  # (n,) response tokens per valid row
+    response_mask: torch.Tensor  # (N, L), kept for ``lengths()``
     gid: torch.Tensor  # (n,) long, contiguous group id in [0, G)
     n_groups: int  # G
     count: torch.Tensor  # (G,) valid responses per group
     mean: torch.Tensor  # (G,) group mean score (verl's group_mean_std; singletons: 0)
     std: torch.Tensor  # (G,) unbiased group std (singletons: 1)
     n_rows: int  # N, including padding rows
+
+    def lengths(self) -> torch.Tensor:
+        """(n,) response tokens per valid row (a full pass over the mask: only DGPO needs it)."""
+        return self.response_mask.sum(dim=-1)[self.rows].float()
+
+
+def valid_rows(response_mask: torch.Tensor) -> torch.Tensor:
+    """(n,) positions of rows with at least one response token.
+
+    Exact, but cheap: a row whose first mask entry is set is valid; only the others (verl's padding rows,
+    in practice) are scanned in full.
+    """
+    valid = response_mask[:, 0] != 0
+    unsure = (~valid).nonzero().squeeze(-1)
+    if unsure.numel():
+        valid[unsure] = (response_mask[unsure] != 0).any(dim=-1)
+    return valid.nonzero().squeeze(-1)
 
 
 def group_sum(values: torch.Tensor, gid: torch.Tensor, n_groups: int) -> torch.Tensor:
@@ -60,23 +77,21 @@ def prepare_batch(token_level_rewards: torch.Tensor, response_mask: torch.Tensor
         raise ValueError(f"index has {len(index)} entries but the batch has {n_rows} rows")
     if n_rows == 0:
         raise ValueError("the advantage estimator got an empty batch (0 rows)")
-    lengths = response_mask.sum(dim=-1)
-    valid = lengths > 0
-    rows = valid.nonzero().squeeze(-1)
+    rows = valid_rows(response_mask)
     if rows.numel() == 0:
         raise ValueError(f"the batch has {n_rows} rows but none with a response token (all padding)")
     scores = token_level_rewards.sum(dim=-1)[rows]
     if not torch.isfinite(scores).all():
         bad = rows[~torch.isfinite(scores)][:5].tolist()
         raise ValueError(f"non-finite (NaN/Inf) rewards in rows {bad}: check the reward function's output")
-    index_valid = index[rows.cpu().numpy()] if isinstance(index, np.ndarray) else as_valid_index(index, rows)
+    index_valid = index if rows.numel() == n_rows else as_valid_index(index, rows)
     gid = as_torch_index(index_valid, device=scores.device)
     _, gid = torch.unique(gid, return_inverse=True)  # contiguous ids over the valid rows only
     mean, std, count = group_mean_std(scores, gid, eps=0.0, device=scores.device)
     return Batch(
         rows=rows,
         scores=scores.float(),
-        lengths=lengths[rows].float(),
+        response_mask=response_mask,
         gid=gid,
         n_groups=int(count.numel()),
         count=count,
@@ -87,7 +102,9 @@ def prepare_batch(token_level_rewards: torch.Tensor, response_mask: torch.Tensor
 
 
 def as_valid_index(index, rows: torch.Tensor):
-    """``index`` restricted to ``rows`` for index types other than ndarray (tensor or list)."""
+    """``index`` (ndarray, tensor or list) restricted to ``rows``."""
+    if isinstance(index, np.ndarray):
+        return index[rows.cpu().numpy()]
     if isinstance(index, torch.Tensor):
         return index.reshape(-1)[rows.to(index.device)]
     return np.asarray(index, dtype=object)[rows.cpu().numpy()]

@@ -36,9 +36,12 @@ def _record(step: int, values: dict[str, tuple[str, float]]) -> None:
         _PENDING.popitem(last=False)
 
 
-def record_hadw(view: AnchorView, phi: torch.Tensor, amplified: float) -> None:
+def record_hadw(view: AnchorView, phi: torch.Tensor, lambda_scale: float) -> None:
     """One HA-DW call: the anchor view (last call wins) and Φ over its valid responses."""
     phi = phi.double()
+    total, sumsq, low, high, amplified = torch.stack(
+        [phi.sum(), (phi * phi).sum(), phi.min(), phi.max(), (phi > lambda_scale).sum().double()]
+    ).tolist()  # one sync instead of five
     _record(
         view.step,
         {
@@ -48,11 +51,11 @@ def record_hadw(view: AnchorView, phi: torch.Tensor, amplified: float) -> None:
             "hadw/eta_t": (_LAST, view.eta_t),
             "hadw/sigma_t": (_LAST, view.sigma_t),
             "_phi_n": (_SUM, float(phi.numel())),
-            "_phi_sum": (_SUM, float(phi.sum())),
-            "_phi_sumsq": (_SUM, float((phi * phi).sum())),
-            "_phi_amplified": (_SUM, amplified),
-            "hadw/phi_min": (_MIN, float(phi.min())),
-            "hadw/phi_max": (_MAX, float(phi.max())),
+            "_phi_sum": (_SUM, total),
+            "_phi_sumsq": (_SUM, sumsq),
+            "_phi_amplified": (_SUM, amplified),  # Φ > λ: D = +1, the advantage is amplified
+            "hadw/phi_min": (_MIN, low),
+            "hadw/phi_max": (_MAX, high),
         },
     )
 

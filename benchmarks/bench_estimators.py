@@ -1,0 +1,85 @@
+"""Estimator cost side by side, in one process and one run: hadw, dgpo, verl's grpo and grpo_vectorized,
+and the floor every outcome estimator pays (``token_level_rewards.sum(-1)`` + ``scalar[:, None] * mask``).
+
+Prints the median wall time of each and its ratio to the floor. Targets (README): hadw and dgpo <= 1.5x the
+floor and no slower than grpo_vectorized. Run: ``python benchmarks/bench_estimators.py [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import time
+
+import numpy as np
+import torch
+
+
+def make_batch(n: int, group: int, length: int, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(length // 8, length + 1, (n,), generator=g)
+    mask = (torch.arange(length)[None, :] < lengths[:, None]).float()
+    rewards = torch.zeros(n, length)
+    rewards[torch.arange(n), lengths - 1] = (torch.rand(n, generator=g) < 0.4).float()
+    index = np.array([f"uid-{i // group:06d}-{seed}" for i in range(n)], dtype=object)
+    return rewards, mask, index
+
+
+def timed_round_robin(runs: dict, repeats: int) -> dict[str, float]:
+    """Median seconds per function, called in a fresh random order each round so that machine noise and
+    allocator state hit all alike."""
+    times = {name: [] for name in runs}
+    for name, fn in runs.items():
+        fn()  # warm-up
+    order = list(runs)
+    rng = random.Random(0)
+    for _ in range(repeats):
+        rng.shuffle(order)
+        for name in order:
+            fn = runs[name]
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(ts) for name, ts in times.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[2048, 8192])
+    parser.add_argument("--group", type=int, default=8)
+    parser.add_argument("--length", type=int, default=4096)
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, for a smoke run")
+    args = parser.parse_args()
+    if args.quick:
+        args.sizes, args.length, args.repeats = [256], 256, 2
+
+    import verl  # noqa: F401  (entry point registers hadw/dgpo)
+    from verl.trainer.ppo.core_algos import get_adv_estimator_fn
+
+    config = {"norm_adv_by_std_in_grpo": True, "hadw": {"state_key": "bench"}, "dgpo": {}}
+    print(f"torch threads={torch.get_num_threads()}, G={args.group}, L={args.length}, median of {args.repeats}")
+    print(f"{'N':>6} {'estimator':>16} {'ms':>9} {'x floor':>8}")
+    for n in args.sizes:
+        rewards, mask, index = make_batch(n, args.group, args.length)
+
+        def floor():
+            scalar = rewards.sum(-1)
+            return scalar[:, None] * mask
+
+        runs = {"floor": floor}
+        for name in ("hadw", "dgpo", "grpo_vectorized", "grpo"):
+            fn = get_adv_estimator_fn(name)
+            kwargs = dict(token_level_rewards=rewards, response_mask=mask, index=index)
+            if name in ("hadw", "dgpo"):
+                kwargs["config"] = config
+            runs[name] = lambda fn=fn, kwargs=kwargs: fn(**kwargs)
+        results = timed_round_robin(runs, args.repeats)
+        base = results["floor"]
+        for name, seconds in results.items():
+            print(f"{n:>6} {name:>16} {seconds * 1e3:>9.2f} {seconds / base:>8.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Install (if needed) and run the whole test suite on CPU. This is what CI runs (.ci/run).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install_cpu.sh
+venv=${VERL_HADW_VENV:-.venv}
+export WANDB_MODE=disabled TOKENIZERS_PARALLELISM=false
+"$venv/bin/verl-hadw" doctor
+exec "$venv/bin/python" -m pytest -q -p no:cacheprovider tests "$@"
