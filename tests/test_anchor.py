@@ -145,7 +145,7 @@ def test_frozen_anchor_warns_once_and_the_flag_is_part_of_the_state():
             anchor_client.observe(cfg, correct=y * 1000, count=1000)
     frozen = [w for w in caught if "is frozen" in str(w.message)]
     assert len(frozen) == 1 and "sigma_source=accuracy" in str(frozen[0].message)
-    assert anchor_client.get_client(cfg).state.to_dict()["warned_frozen"] is True
+    assert anchor_client.state_dict(cfg)["warned_frozen"] is True
 
     healthy = parse_hadw({"hadw": {"state_key": "healthy"}})
     with warnings.catch_warnings(record=True) as caught:

@@ -73,8 +73,8 @@ def test_trainer_step_k_calls_share_prior_through_verl():
             compute_advantage(data_proto(), "hadw", config=config)
             priors.append(metrics.peek(step)["hadw/anchor_prior"])
     assert priors[:4] == [0.3] * 4 and len(set(priors[4:])) == 1 and priors[4] != 0.3
-    state = anchor_client.get_client(parse_hadw(config)).state
-    assert state.committed_steps == 1 and state.count == 4 * 12 and state.calls == [0, 1, 2, 3]
+    state = anchor_client.state_dict(parse_hadw(config))
+    assert state["committed_steps"] == 1 and state["count"] == 4 * 12 and state["calls"] == [0, 1, 2, 3]
 
 
 def test_metrics_join_verls_console_log_line(capsys):
@@ -82,18 +82,18 @@ def test_metrics_join_verls_console_log_line(capsys):
 
     assert install_tracking_hook() and install_tracking_hook()  # idempotent
     tracker = Tracking(project_name="p", experiment_name="e", default_backend=["console"])
-    SkipManager.set_step(7)
+    SkipManager.set_step(1)
     compute_advantage(data_proto(), "hadw", config=verl_algorithm("hadw", base="dgpo", state_key="log"))
-    tracker.log(data={"actor/pg_loss": 0.5}, step=7)
-    line = [l for l in capsys.readouterr().out.splitlines() if l.startswith("step:7")][0]
+    tracker.log(data={"actor/pg_loss": 0.5}, step=1)
+    line = [l for l in capsys.readouterr().out.splitlines() if l.startswith("step:1 ")][0]
     for name in ["actor/pg_loss", "hadw/anchor_prior", "hadw/anchor_posterior", "hadw/batch_acc", "hadw/eta_t",
                  "hadw/sigma_t", "hadw/phi_mean", "hadw/phi_std", "hadw/phi_min", "hadw/phi_max",
-                 "hadw/frac_amplified", "dgpo/valid_groups", "dgpo/zero_var_groups", "dgpo/valid_token_ratio",
+                 "hadw/frac_amplified", "hadw/actor_recoveries", "dgpo/valid_groups", "dgpo/zero_var_groups", "dgpo/valid_token_ratio",
                  "dgpo/weight_min", "dgpo/weight_max"]:
         assert f"{name}:" in line, name
     assert "hadw/batch_acc:0.5 " in line + " "  # 6 of 12 valid responses (the padding row is not one)
-    tracker.log(data={"actor/pg_loss": 0.4}, step=8)
-    assert "hadw/" not in capsys.readouterr().out  # step 8 recorded nothing: nothing carried over
+    tracker.log(data={"actor/pg_loss": 0.4}, step=2)
+    assert "hadw/" not in capsys.readouterr().out  # step 2 recorded nothing: nothing carried over
 
 
 def test_plain_import_verl_registers_in_a_fresh_process():

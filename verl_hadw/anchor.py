@@ -10,16 +10,17 @@ the first call of a later step arrives. Nothing here touches Ray, torch or files
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from verl_hadw.config import AnchorConfig
 
 __all__ = ["AnchorState", "AnchorView", "AnchorStepError", "population_std"]
 
 SCHEMA_VERSION = 1
-# Freeze warning: the anchor moved less than FREEZE_ANCHOR_MOVE over m steps while the batch accuracy moved
-# more than FREEZE_ACCURACY_MOVE away from it (mean of the last m y_t vs C_t⁺). A y_t - y_{t-m} test would miss
-# slow ramps: 0.30 -> 0.95 over 150 steps moves y by only 0.044 per 10 steps.
+# Freeze warning: the anchor stayed within FREEZE_ANCHOR_MOVE over its last m values (max - min, so an anchor
+# that merely returned to an old value does not count) while the batch accuracy moved more than
+# FREEZE_ACCURACY_MOVE away from it (mean of the last m y_t vs C_t⁺). A y_t - y_{t-m} test would miss slow
+# ramps: 0.30 -> 0.95 over 150 steps moves y by only 0.044 per 10 steps.
 FREEZE_ANCHOR_MOVE = 1e-3
 FREEZE_ACCURACY_MOVE = 0.05
 
@@ -45,6 +46,7 @@ class AnchorView:
     eta_t: float
     sigma_t: float
     frozen: bool  # the anchor-freeze warning condition holds (see FREEZE_* above)
+    warn: bool = False  # first time ``frozen`` held in this anchor's life: the caller should warn once
 
 
 @dataclass
@@ -84,7 +86,11 @@ class AnchorState:
             self.calls.append(call)
             self.correct += float(correct)
             self.count += int(count)
-        return self.view()
+        view = self.view()
+        if view.frozen and not self.warned_frozen:
+            self.warned_frozen = True
+            view = replace(view, warn=True)
+        return view
 
     def view(self) -> AnchorView:
         """The open step's prior, running y_t and the posterior it would commit now."""
@@ -101,9 +107,6 @@ class AnchorState:
             sigma_t=sigma_t,
             frozen=self._frozen(posterior, y),
         )
-
-    def mark_warned(self) -> None:
-        self.warned_frozen = True
 
     # ---------------------------------------------------------------------------------------- the maths
     def _next_prior(self, first_y: float) -> float:
@@ -149,7 +152,8 @@ class AnchorState:
         m = self.config.window
         if self.config.mode != "kalman" or len(self.posteriors) < m:
             return False
-        anchor_moved = abs(posterior - self.posteriors[-m])
+        values = self.posteriors[-m:] + [posterior]
+        anchor_moved = max(values) - min(values)
         recent = self.accuracies[-(m - 1) :] + [y] if m > 1 else [y]
         accuracy_gap = abs(sum(recent) / len(recent) - posterior)
         return anchor_moved < FREEZE_ANCHOR_MOVE and accuracy_gap > FREEZE_ACCURACY_MOVE

@@ -2,8 +2,8 @@
 
 The estimator runs in verl's driver (the TaskRunner actor). It learns the step from
 ``verl.utils.skip.SkipManager.step`` (set by both trainers in the same process); outside a trainer (unit
-use, notebooks) every call is its own step. The state itself is an ``AnchorState`` kept in this process,
-one per ``algorithm.hadw.state_key``.
+use, notebooks) every call is its own step. Each ``algorithm.hadw.state_key`` has one client here and one
+state, held by a named Ray actor when Ray is up (``anchor_actor``), else in this process.
 """
 
 from __future__ import annotations
@@ -11,15 +11,30 @@ from __future__ import annotations
 import logging
 import warnings
 
-from verl_hadw.anchor import AnchorState, AnchorView
+from verl_hadw.anchor import AnchorView
+from verl_hadw.anchor_actor import make_backend, view_from_dict
 from verl_hadw.config import AnchorConfig, HadwConfig
 
-__all__ = ["observe", "trainer_step", "current_step_for_metrics", "get_client", "reset", "AnchorClient"]
+__all__ = [
+    "observe",
+    "restore",
+    "state_dict",
+    "trainer_step",
+    "current_step_for_metrics",
+    "get_client",
+    "reset",
+    "AnchorClient",
+    "MissingAnchorStateError",
+]
 
 logger = logging.getLogger(__name__)
 
 _CLIENTS: dict[str, "AnchorClient"] = {}
 _metrics_step = 0
+
+
+class MissingAnchorStateError(RuntimeError):
+    """A resumed run reached HA-DW without the anchor it had before the restart."""
 
 
 def trainer_step() -> int | None:
@@ -41,49 +56,68 @@ def current_step_for_metrics() -> int:
 
 
 class AnchorClient:
-    """One experiment's anchor: assigns (step, call) ids and applies observations to the state."""
+    """One experiment's anchor: assigns (step, call) ids and sends observations to the backend."""
 
-    def __init__(self, key: str, config: AnchorConfig, state: AnchorState | None = None):
-        self.key = key
-        self.config = config
-        self.state = state if state is not None else AnchorState(config=config)
+    def __init__(self, cfg: HadwConfig, state: dict | None = None):
+        self.key = cfg.state_key
+        self.config: AnchorConfig = cfg.anchor
+        self.allow_missing_state = cfg.allow_missing_state
+        self.restored = state is not None
+        self.backend = make_backend(self.key, self.config, state)
         self._step: int | None = None
         self._call = 0
+
+    @property
+    def recoveries(self) -> int:
+        return getattr(self.backend, "recoveries", 0)
+
+    def _open_step(self) -> int | None:
+        return self.backend.state_dict()["open_step"] if self._step is None else self._step
 
     def next_ids(self) -> tuple[int, int]:
         """(step, call) of the next estimator call; calls of one step are numbered 0, 1, ..."""
         step = trainer_step()
         if step is None:  # no trainer: each call is a step of its own
-            step = (self.state.open_step or 0) + 1
+            step = (self._open_step() or 0) + 1
+        elif self._step is None and not self.restored and step > 1:
+            self._check_fresh_start(step)
         self._call = self._call + 1 if step == self._step else 0
         self._step = step
         return step, self._call
 
+    def _check_fresh_start(self, step: int) -> None:
+        """First call of a process at step > 1: a resumed run whose anchor was not restored."""
+        message = (
+            f"HA-DW anchor '{self.key}' starts at training step {step} with no restored state: this run resumed "
+            "from a checkpoint but the anchor was not loaded. With the v1 trainer set "
+            "trainer.checkpoint_callback_class=verl_hadw.callback.HadwCheckpointCallback (it saves and restores "
+            "the anchor); the legacy trainer (trainer.use_v1=false) has no checkpoint hook. To continue with a "
+            "fresh anchor instead, set +algorithm.hadw.allow_missing_state=true."
+        )
+        if not self.allow_missing_state:
+            raise MissingAnchorStateError(message)
+        logger.warning(message.replace("To continue", "Continuing (allow_missing_state=true)"))
+
     def observe(self, correct: float, count: int) -> AnchorView:
         step, call = self.next_ids()
-        view = self.state.observe(step, call, correct, count)
-        self._warn_if_frozen(view)
+        view = view_from_dict(self.backend.observe(step, call, correct, count)[0])
+        if view.warn:
+            message = (
+                f"HA-DW anchor '{self.key}' is frozen: it moved < 1e-3 over {self.config.window} steps while the "
+                f"batch accuracy is > 0.05 away from it (anchor {view.posterior:.4f}, accuracy {view.batch_acc:.4f}). "
+                "The literal Eq. 10 sigma shrinks with the anchor's own history; raise algorithm.hadw.anchor.eta, "
+                "set anchor.sigma_source=accuracy or anchor.eta_min > 0."
+            )
+            logger.warning(message)
+            warnings.warn(message, RuntimeWarning, stacklevel=3)
         return view
-
-    def _warn_if_frozen(self, view: AnchorView) -> None:
-        if not view.frozen or self.state.warned_frozen:
-            return
-        self.state.mark_warned()
-        message = (
-            f"HA-DW anchor '{self.key}' is frozen: it moved < 1e-3 over {self.config.window} steps while the batch "
-            f"accuracy is > 0.05 away from it (anchor {view.posterior:.4f}, accuracy {view.batch_acc:.4f}). The literal "
-            "Eq. 10 sigma shrinks with the anchor's own history; raise algorithm.hadw.anchor.eta, set "
-            "anchor.sigma_source=accuracy or anchor.eta_min > 0."
-        )
-        logger.warning(message)
-        warnings.warn(message, RuntimeWarning, stacklevel=3)
 
 
 def get_client(cfg: HadwConfig) -> AnchorClient:
     """The client for ``cfg.state_key``, created on first use; a key's anchor config may not change."""
     client = _CLIENTS.get(cfg.state_key)
     if client is None:
-        client = _CLIENTS[cfg.state_key] = AnchorClient(cfg.state_key, cfg.anchor)
+        client = _CLIENTS[cfg.state_key] = AnchorClient(cfg)
     elif client.config != cfg.anchor:
         raise ValueError(
             f"anchor state_key '{cfg.state_key}' is already in use with a different anchor config "
@@ -95,6 +129,18 @@ def get_client(cfg: HadwConfig) -> AnchorClient:
 def observe(cfg: HadwConfig, correct: float, count: int) -> AnchorView:
     """Record one estimator call (Σ accuracy, number of valid responses) and return the step's anchor view."""
     return get_client(cfg).observe(correct, count)
+
+
+def restore(cfg: HadwConfig, state: dict | None) -> AnchorClient:
+    """Install ``state`` (from a checkpoint; None: an explicit fresh start) as ``cfg.state_key``'s anchor."""
+    client = _CLIENTS[cfg.state_key] = AnchorClient(cfg, state)
+    client.restored = True
+    return client
+
+
+def state_dict(cfg: HadwConfig) -> dict:
+    """The current state of ``cfg.state_key``'s anchor (from the actor, or its mirror if it had to recover)."""
+    return get_client(cfg).backend.state_dict()
 
 
 def reset(key: str | None = None) -> None:

@@ -146,13 +146,14 @@ def compute_hadw_outcome_advantage(
             adv, dgpo_counts = grpo_advantage(b, cfg.epsilon, cfg.norm_adv_by_std), None
         p_hat = (group_sum(acc, b.gid, b.n_groups) / b.count)[b.gid]  # per-group mean accuracy
 
-        view = anchor_client.observe(cfg, correct=float(acc.sum()), count=int(acc.numel()))  # Eq. 7 counts
+        client = anchor_client.get_client(cfg)
+        view = client.observe(correct=float(acc.sum()), count=int(acc.numel()))  # Eq. 7: K_t and B_t
         phi = hadw_weights(adv, p_hat, view.prior, cfg.lambda_scale)
         if cfg.normalize_phi:
             phi = phi / phi.mean()
         advantages = _broadcast(adv * phi, b, response_mask)
 
-        metrics.record_hadw(view, phi, cfg.lambda_scale)
+        metrics.record_hadw(view, phi, cfg.lambda_scale, recoveries=client.recoveries)
         if dgpo_counts is not None:
             metrics.record_dgpo(view.step, dgpo_counts)
     return advantages, advantages

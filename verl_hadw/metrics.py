@@ -36,8 +36,9 @@ def _record(step: int, values: dict[str, tuple[str, float]]) -> None:
         _PENDING.popitem(last=False)
 
 
-def record_hadw(view: AnchorView, phi: torch.Tensor, lambda_scale: float) -> None:
-    """One HA-DW call: the anchor view (last call wins) and Φ over its valid responses."""
+def record_hadw(view: AnchorView, phi: torch.Tensor, lambda_scale: float, recoveries: int = 0) -> None:
+    """One HA-DW call: the anchor view (last call wins), Φ over its valid responses, and how often the
+    anchor actor had to be rebuilt from the driver's mirror."""
     phi = phi.double()
     total, sumsq, low, high, amplified = torch.stack(
         [phi.sum(), (phi * phi).sum(), phi.min(), phi.max(), (phi > lambda_scale).sum().double()]
@@ -50,6 +51,7 @@ def record_hadw(view: AnchorView, phi: torch.Tensor, lambda_scale: float) -> Non
             "hadw/batch_acc": (_LAST, view.batch_acc),
             "hadw/eta_t": (_LAST, view.eta_t),
             "hadw/sigma_t": (_LAST, view.sigma_t),
+            "hadw/actor_recoveries": (_LAST, float(recoveries)),
             "_phi_n": (_SUM, float(phi.numel())),
             "_phi_sum": (_SUM, total),
             "_phi_sumsq": (_SUM, sumsq),
