@@ -29,6 +29,11 @@ setup(
         "omegaconf",
         "hydra-core",
         "ray",
+        "pandas",
+        "pyarrow",
+        "scipy",  # bias theory (verl_hadw.analysis)
+        "matplotlib",  # plots (theory, simulator, results)
+        "math-verify",  # math answer checking for the paper reproductions' reward
     ],
     extras_require={
         "test": ["pytest", "hypothesis"],
