@@ -1,0 +1,21 @@
+"""Run verl 0.9.1's unmodified ``main_ppo`` on a CPU-only machine (for the demo and end-to-end tests).
+
+Opt-in only: nothing here runs unless a process imports ``verl_hadw.cpu`` (selected with
+``VERL_USE_EXTERNAL_MODULES=verl_hadw.cpu``) *and* ``VERL_PLATFORM=cpu`` is set, so GPU users are never
+affected. Importing it registers, through verl's own extension points:
+
+- a ``cpu`` platform in ``verl.plugin.platform.PlatformRegistry`` (``platform.py``);
+- an ``hfcpu`` rollout (``transformers.generate`` in a Ray actor) in verl's rollout and replica registries
+  (``rollout.py``);
+
+and applies the few monkeypatches verl's CPU path still needs, all listed in ``patches.py`` and guarded
+by a check of verl's version (pinned 0.9.1).
+"""
+
+import os
+
+from verl_hadw.cpu import patches, platform, rollout  # noqa: F401  (registration side effects)
+
+ACTIVE = os.environ.get("VERL_PLATFORM", "").strip().lower() == "cpu"
+if ACTIVE:
+    patches.apply()

@@ -1,0 +1,54 @@
+"""Every monkeypatch the CPU path applies to verl, in one place, for verl 0.9.1 only.
+
+Applied by ``verl_hadw.cpu`` only when ``VERL_PLATFORM=cpu``. Each entry says which verl behaviour blocks
+CPU runs and what replaces it; a different verl version fails with a clear error instead of patching
+code we have not read.
+"""
+
+from __future__ import annotations
+
+import os
+
+import verl
+
+SUPPORTED_VERL = "0.9.1"
+_APPLIED = False
+
+
+def _gloo_only_process_group() -> None:
+    """verl builds the backend string ``f"cpu:gloo,{device}:{backend}"``, which on a CPU device is
+    ``"cpu:gloo,cpu:gloo"`` and torch rejects ("Duplicate device type cpu"). Use plain gloo."""
+    import verl.utils.distributed as distributed
+    import verl.workers.engine_workers as engine_workers
+
+    original = distributed.initialize_global_process_group_ray
+
+    def initialize_global_process_group_ray(timeout_second=None, backend=None):
+        return original(timeout_second=timeout_second, backend=backend or "gloo")
+
+    distributed.initialize_global_process_group_ray = initialize_global_process_group_ray
+    engine_workers.initialize_global_process_group_ray = initialize_global_process_group_ray
+
+
+PATCHES = [_gloo_only_process_group]
+
+# verl reads these to pick a training engine; its FSDP engine is registered for cuda/nvidia only and runs on
+# the CPU device once selected (engine/base.py honours the override).
+ENGINE_ENV = {"VERL_ENGINE_DEVICE": "cuda", "VERL_ENGINE_VENDOR": "nvidia"}
+
+
+def apply() -> None:
+    """Apply every patch once; refuse on a verl version other than the pinned one."""
+    global _APPLIED
+    if _APPLIED:
+        return
+    if verl.__version__ != SUPPORTED_VERL:
+        raise RuntimeError(
+            f"verl_hadw.cpu supports verl=={SUPPORTED_VERL} only (found {verl.__version__}); its patches of "
+            "verl internals are not checked against other versions. Install verl==0.9.1 or unset VERL_PLATFORM=cpu."
+        )
+    for key, value in ENGINE_ENV.items():
+        os.environ.setdefault(key, value)
+    for patch in PATCHES:
+        patch()
+    _APPLIED = True

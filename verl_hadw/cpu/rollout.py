@@ -1,0 +1,180 @@
+"""``hfcpu``: a CPU rollout for verl's server-based rollout path, generating with ``transformers``.
+
+verl 0.9.1 registers only vLLM, SGLang and TRT-LLM servers. This module plugs three small classes into
+the same interfaces those use:
+
+- ``HFCPUServer``: a Ray actor holding a copy of the policy; ``generate`` returns verl's ``TokenOutput``
+  (token ids and, on request, their log-probs); ``load_weights`` takes the actor's new weights.
+- ``HFCPUServerAdapter`` (``BaseRollout``): lives in the hybrid actor worker; verl's ``naive`` checkpoint
+  engine calls its ``update_weights`` after each policy update, and it pushes the weights to the server.
+- ``HFCPUReplica`` (``RolloutReplica``): starts the server actor.
+
+Sampling is reproducible: the k-th request for a prompt at global step t draws from a generator seeded by
+(prompt, k, t), so a resumed run generates exactly what an uninterrupted run generates at the same step.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections import Counter
+from typing import Any
+
+import ray
+import torch
+from verl.workers.rollout.base import _ROLLOUT_REGISTRY, BaseRollout
+from verl.workers.rollout.replica import RolloutReplica, RolloutReplicaRegistry, TokenOutput
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["HFCPUServer", "HFCPUServerAdapter", "HFCPUReplica", "server_name"]
+
+NAME = "hfcpu"
+
+
+def server_name(replica_rank: int) -> str:
+    return f"hfcpu_server_{replica_rank}"
+
+
+def _get(config: Any, key: str, default=None):
+    if hasattr(config, "get"):
+        return config.get(key, default)
+    return getattr(config, key, default)
+
+
+class HFCPUServer:
+    """One rollout replica: a ``transformers`` causal LM on CPU behind verl's server-actor methods."""
+
+    def __init__(self, config, model_config, replica_rank: int = 0):
+        from transformers import AutoModelForCausalLM
+
+        self.config = config
+        path = _get(model_config, "local_path") or _get(model_config, "path")
+        self.model = AutoModelForCausalLM.from_pretrained(path, attn_implementation="eager", torch_dtype=torch.float32)
+        self.model.eval()
+        self.replica_rank = replica_rank
+        self.global_steps = 0
+        self.seen: Counter = Counter()  # requests per prompt since the last weight update (seeds)
+        torch.set_num_threads(1)
+
+    async def generate(self, request_id: str, prompt_ids: list[int], sampling_params: dict[str, Any], **kwargs) -> TokenOutput:
+        params = dict(sampling_params)
+        response_length = int(_get(self.config, "response_length"))
+        max_tokens = params.pop("max_tokens", None) or params.pop("max_new_tokens", None) or response_length
+        temperature = float(params.get("temperature", 1.0))
+        top_k = int(params.get("top_k", -1))
+        key = hashlib.sha256(repr(list(prompt_ids)).encode()).hexdigest()[:16]
+        occurrence = self.seen[key]
+        self.seen[key] += 1
+        seed = int(hashlib.sha256(f"{key}:{occurrence}:{self.global_steps}".encode()).hexdigest()[:15], 16)
+        torch.manual_seed(seed)
+        inputs = torch.tensor([list(prompt_ids)], dtype=torch.long)
+        with torch.no_grad():
+            out = self.model.generate(
+                inputs,
+                attention_mask=torch.ones_like(inputs),
+                max_new_tokens=int(min(max_tokens, response_length)),
+                do_sample=temperature > 0,
+                temperature=temperature if temperature > 0 else None,
+                top_p=float(params.get("top_p", 1.0)) if temperature > 0 else None,
+                top_k=top_k if top_k > 0 else None,
+                return_dict_in_generate=True,
+                output_logits=bool(params.get("logprobs")),
+                pad_token_id=self.model.generation_config.pad_token_id,
+            )
+        tokens = out.sequences[0, inputs.shape[1] :].tolist()
+        log_probs = None
+        if params.get("logprobs"):
+            logits = torch.stack(out.logits, dim=1)[0].float() / (temperature if temperature > 0 else 1.0)
+            log_probs = torch.log_softmax(logits, dim=-1).gather(-1, torch.tensor(tokens)[:, None]).squeeze(-1).tolist()
+        return TokenOutput(
+            token_ids=tokens,
+            log_probs=log_probs,
+            stop_reason="completed",
+            extra_fields={"global_steps": self.global_steps},
+        )
+
+    def load_weights(self, state_dict: dict[str, torch.Tensor], global_steps: int | None = None) -> None:
+        missing, unexpected = self.model.load_state_dict(state_dict, strict=False)
+        unexpected = [k for k in unexpected if not k.endswith("rotary_emb.inv_freq")]
+        if unexpected or [k for k in missing if k != "lm_head.weight"]:
+            raise RuntimeError(f"hfcpu weight sync mismatch: missing={missing} unexpected={unexpected}")
+        if global_steps is not None:
+            self.global_steps = int(global_steps)
+        self.seen.clear()
+
+    # verl's replica / checkpoint-engine control surface: nothing to manage on CPU.
+    async def wake_up(self):
+        return None
+
+    async def sleep(self):
+        return None
+
+    async def clear_kv_cache(self):
+        return None
+
+    async def release_kv_cache(self):
+        return None
+
+    async def resume_kv_cache(self):
+        return None
+
+    async def abort_all_requests(self, reject_request: bool = False):
+        return {"aborted_count": 0, "request_ids": []}
+
+    async def resume_generation(self):
+        return None
+
+    async def start_profile(self, **kwargs):
+        return None
+
+    async def stop_profile(self):
+        return None
+
+
+class HFCPUServerAdapter(BaseRollout):
+    """The rollout object inside verl's hybrid actor worker: forwards weight updates to its server."""
+
+    def __init__(self, config, model_config, device_mesh, *args, **kwargs):
+        super().__init__(config, model_config, device_mesh)
+        rank = int(os.environ.get("RANK", 0))
+        world = self.config.tensor_model_parallel_size * self.config.data_parallel_size
+        self.replica_rank, self.rollout_rank = rank // world, rank % world
+        self.sleep_level = 2
+
+    async def resume(self, tags: list[str]):
+        return None
+
+    async def release(self):
+        return None
+
+    async def update_weights(self, weights, wire_format: str = "named_tensors", **kwargs):
+        if wire_format != "named_tensors":
+            raise ValueError(f"hfcpu supports wire_format='named_tensors' only, got {wire_format!r}")
+        state = {}
+        for name, tensor in weights:  # every rank must drain the generator (it may hold collectives)
+            if hasattr(tensor, "full_tensor"):
+                tensor = tensor.full_tensor()
+            state[name] = tensor.detach().to("cpu", copy=True)
+        if self.rollout_rank == 0:
+            server = ray.get_actor(server_name(self.replica_rank))
+            await server.load_weights.remote(state, kwargs.get("global_steps"))
+
+
+class HFCPUReplica(RolloutReplica):
+    """A replica made of one ``HFCPUServer`` actor."""
+
+    async def launch_servers(self):
+        server = (
+            ray.remote(HFCPUServer)
+            .options(name=server_name(self.replica_rank), num_cpus=0, max_concurrency=self.max_concurrency)
+            .remote(self.config, self.model_config, self.replica_rank)
+        )
+        self.servers = [server]
+        self._server_handle = server
+        self._server_address = f"{NAME}-{self.replica_rank}"
+
+
+_ROLLOUT_REGISTRY[(NAME, "async")] = f"{__name__}.HFCPUServerAdapter"
+RolloutReplicaRegistry.register(NAME, lambda: HFCPUReplica)
