@@ -59,7 +59,7 @@ def build_model(tokenizer, seed: int, hidden: int = 64, layers: int = 2):
 
     torch.manual_seed(seed)
     config = Qwen2Config(
-        vocab_size=64,  # >= the tokenizer's 48 tokens, rounded up
+        vocab_size=len(tokenizer),  # 48: no unused logits, so a random policy is uniform over real tokens
         hidden_size=hidden,
         intermediate_size=2 * hidden,
         num_hidden_layers=layers,

@@ -15,7 +15,8 @@ import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONFIG_DIR = os.path.join(REPO, "configs", "cpu")
-STEP_LINE = re.compile(r"^(?:\(\w+ pid=\d+\) )?step:(\d+) - (.*)$")
+STEP_LINE = re.compile(r"^(?:\(\w+ pid=\d+\)\s*)?step:(\d+) - (.*)$")  # verl's console logger, maybe via Ray
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def environment(assets: str) -> dict:
@@ -48,7 +49,7 @@ def parse_steps(log: str) -> dict[int, dict[str, float]]:
     """Per-step metrics from verl's console logger lines ``step:N - key:value - ...``."""
     steps: dict[int, dict[str, float]] = {}
     for line in log.splitlines():
-        match = STEP_LINE.match(line.strip())
+        match = STEP_LINE.match(ANSI.sub("", line).strip())
         if not match:
             continue
         values = {}
@@ -62,8 +63,8 @@ def parse_steps(log: str) -> dict[int, dict[str, float]]:
     return steps
 
 
-def run(assets: str, overrides: list[str], cwd: str | None = None, echo: bool = False, timeout: float = 900):
-    """Run main_ppo; returns (exit code, full output). ``echo`` streams verl's output while it runs."""
+def run(assets: str, overrides: list[str], cwd: str | None = None, on_line=None, timeout: float = 900):
+    """Run main_ppo; returns (exit code, full output). ``on_line`` sees each output line as it arrives."""
     ensure_assets(assets)
     proc = subprocess.Popen(
         command(overrides), cwd=cwd or REPO, env=environment(assets), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -73,8 +74,8 @@ def run(assets: str, overrides: list[str], cwd: str | None = None, echo: bool = 
     try:
         for line in proc.stdout:
             lines.append(line)
-            if echo:
-                sys.stdout.write(line)
+            if on_line is not None:
+                on_line(line)
         proc.wait(timeout=timeout)
     finally:
         if proc.poll() is None:
@@ -82,12 +83,50 @@ def run(assets: str, overrides: list[str], cwd: str | None = None, echo: bool = 
     return proc.returncode, "".join(lines)
 
 
+TABLE = [  # (column, metric, format)
+    ("step", None, "{:>4}"),
+    ("reward", "critic/score/mean", "{:>6.3f}"),
+    ("C_prior", "hadw/anchor_prior", "{:>7.3f}"),
+    ("C_post", "hadw/anchor_posterior", "{:>7.3f}"),
+    ("y_t", "hadw/batch_acc", "{:>6.3f}"),
+    ("eta_t", "hadw/eta_t", "{:>6.3f}"),
+    ("phi_mean", "hadw/phi_mean", "{:>8.3f}"),
+    ("phi_min", "hadw/phi_min", "{:>7.3f}"),
+    ("phi_max", "hadw/phi_max", "{:>7.3f}"),
+    ("amplified", "hadw/frac_amplified", "{:>9.3f}"),
+    ("step_s", "timing_s/step", "{:>6.1f}"),
+]
+
+
+def table_printer(out=sys.stdout):
+    """An ``on_line`` callback printing one row of HA-DW metrics per verl step line."""
+    out.write(" ".join(f"{name:>{len(fmt.format(0)) if metric else 4}}" for name, metric, fmt in TABLE) + "\n")
+
+    def on_line(line: str) -> None:
+        for step, values in parse_steps(line).items():
+            cells = [fmt.format(step if metric is None else values.get(metric, float("nan"))) for _, metric, fmt in TABLE]
+            out.write(" ".join(cells) + "\n")
+            out.flush()
+
+    return on_line
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--assets", default=os.path.join(REPO, "runs", "cpu_assets"))
+    parser.add_argument("--log", default=None, help="write verl's full output here and print a metrics table")
     parser.add_argument("overrides", nargs="*", help="Hydra overrides for main_ppo")
     args = parser.parse_args()
-    code, _ = run(args.assets, args.overrides, echo=True)
+    if args.log is None:
+        code, _ = run(args.assets, args.overrides, on_line=sys.stdout.write)
+    else:
+        os.makedirs(os.path.dirname(os.path.abspath(args.log)), exist_ok=True)
+        print(f"verl main_ppo output: {args.log}")
+        code, log = run(args.assets, args.overrides, on_line=table_printer())
+        with open(args.log, "w") as f:
+            f.write(log)
+        if code != 0:
+            sys.stdout.write(log[-4000:])
     sys.exit(code)
 
 

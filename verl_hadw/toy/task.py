@@ -1,39 +1,47 @@
-"""The toy task: "answer with one digit from a given set", with graded difficulty and a binary reward.
+"""The toy task: "answer with one character from a given set", graded difficulty, binary reward.
 
 A prompt such as ``#17 pick a digit from 2-6`` is solved by a response whose first non-blank character is
-a digit in that set. Difficulty is graded by the size k of the set (1 to 9 digits): a random character-level
-policy succeeds with probability about k / vocabulary size, i.e. a few percent on hard prompts and ~20 % on
-easy ones, and a tiny model can learn it in a few GRPO steps, so the HA-DW anchor and the hard/easy split
-have something to track. This file must stay dependency-free: verl loads ``compute_score`` by file path.
+in the named set. Difficulty is graded by the set's size k: a letter (26), a digit (10), a vowel (5) or a
+digit from a range (1 to 9). The tiny model starts near-uniform over its 48 tokens, so it succeeds with
+probability about k / 48: ~54 % on "letter" prompts, a few percent on narrow ranges; mean accuracy starts
+near 0.2 and rises within a few dozen GRPO steps, so the HA-DW anchor and the hard/easy split have something
+to track. This file must stay dependency-free: verl loads ``compute_score`` by file path.
 """
 
 from __future__ import annotations
 
 import random
+import string
 
-DATA_SOURCE = "verl_hadw/toy_digits"
-
-
-def make_prompt(index: int, low: int, high: int) -> str:
-    return f"#{index} pick a digit from {low}-{high}"
+DATA_SOURCE = "verl_hadw/toy_chars"
+FAMILIES = {  # name -> allowed characters; "range" prompts draw a digit range instead
+    "letter": string.ascii_lowercase,
+    "digit": string.digits,
+    "vowel": "aeiou",
+}
 
 
 def make_rows(n: int, seed: int, split: str) -> list[dict]:
-    """``n`` verl dataset rows with sets of 1..9 digits (uniform over sizes, so many hard prompts)."""
+    """``n`` verl dataset rows: 1/4 letter, 1/4 digit, 1/8 vowel, 3/8 digit-range prompts (many hard ones)."""
     rng = random.Random(seed)
     rows = []
     for i in range(n):
-        size = rng.randint(1, 9)
-        low = rng.randint(0, 10 - size)
-        high = low + size - 1
-        allowed = "".join(str(d) for d in range(low, high + 1))
+        family = rng.choice(["letter", "letter", "digit", "digit", "vowel", "range", "range", "range"])
+        if family == "range":
+            size = rng.randint(1, 9)
+            low = rng.randint(0, 10 - size)
+            allowed = "".join(str(d) for d in range(low, low + size))
+            text = f"#{i} pick a digit from {low}-{low + size - 1}"
+        else:
+            allowed = FAMILIES[family]
+            text = f"#{i} pick a {family}"
         rows.append(
             {
                 "data_source": DATA_SOURCE,
-                "prompt": [{"role": "user", "content": make_prompt(i, low, high)}],
+                "prompt": [{"role": "user", "content": text}],
                 "ability": "toy",
                 "reward_model": {"style": "rule", "ground_truth": allowed},
-                "extra_info": {"split": split, "index": i, "set_size": size},
+                "extra_info": {"split": split, "index": i, "family": family, "set_size": len(allowed)},
             }
         )
     return rows
