@@ -13,7 +13,11 @@ setup(
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
-    packages=find_packages(include=["verl_hadw", "verl_hadw.*"]),
+    packages=find_packages(include=["verl_hadw", "verl_hadw.*"]) + ["verl_hadw_configs"],
+    # configs/ (Hydra YAMLs of the paper reproductions) ships as the data package verl_hadw_configs, so
+    # `verl-hadw configs` finds it in editable and regular installs alike.
+    package_dir={"verl_hadw_configs": "configs"},
+    package_data={"verl_hadw_configs": ["*.yaml", "**/*.yaml"]},
     include_package_data=True,
     install_requires=[
         "verl==0.9.1",
@@ -34,9 +38,11 @@ setup(
         "scipy",  # bias theory (verl_hadw.analysis)
         "matplotlib",  # plots (theory, simulator, results)
         "math-verify",  # math answer checking for the paper reproductions' reward
+        "datasets",  # verl-hadw data: Hugging Face datasets for the reproductions
+        "tensorboard",  # verl-hadw results: reads verl's tensorboard event files
     ],
     extras_require={
-        "test": ["pytest", "hypothesis"],
+        "test": ["pytest", "hypothesis", "setuptools"],  # setuptools: tests/test_configs.py builds a wheel
         # GPU-only: never installed on CPU machines (scripts/install_cpu.sh does not use it).
         "gpu": ["vllm>=0.18.0", "flash-attn"],
     },

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Every run of one paper's tables, in table order, each once (runs shared by several tables run once).
+# Used by scripts/reproduce_hadw.sh and scripts/reproduce_dgpo.sh; see `verl-hadw configs --plan <paper>`.
+#
+# usage: scripts/reproduce_paper.sh hadw|dgpo [--dry-run] [--only GLOB] [--slurm] [--nodes N] [-- overrides...]
+#   --dry-run  print what would run (and what is already done), launch nothing
+#   --only     only the runs matching a shell pattern, e.g. --only 'dgpo_t4_*' (Table 4)
+#   --slurm    submit one sbatch job per pending step (scripts/slurm/train.sbatch) instead of running here;
+#              training jobs run in parallel, each evaluation waits for its training job (afterok)
+#   --nodes N  nodes per Slurm job (default 1; the papers used one 8-GPU node)
+#   overrides  passed to every run, e.g. -- trainer.logger=[console,tensorboard,file,wandb]
+#
+# Resumable: a step whose <run_dir>/DONE (train) or <run_dir>/eval/DONE (eval) exists is skipped, and an
+# interrupted run resumes from its last verl checkpoint. Just run the script again.
+set -euo pipefail
+
+usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+[[ $# -ge 1 ]] || usage 2
+paper=$1
+shift
+case $paper in hadw|dgpo) ;; -h|--help) usage 0 ;; *) echo "reproduce: unknown paper '$paper' (hadw|dgpo)" >&2; usage 2 ;; esac
+dry=0
+slurm=0
+nodes=1
+only=
+overrides=()
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --dry-run) dry=1 ;;
+    --slurm) slurm=1 ;;
+    --only) only=$2; shift ;;
+    --only=*) only=${1#--only=} ;;
+    --nodes) nodes=$2; shift ;;
+    --nodes=*) nodes=${1#--nodes=} ;;
+    -h|--help) usage 0 ;;
+    --) shift; overrides+=("$@"); break ;;
+    *) echo "reproduce: unknown argument '$1' (hydra overrides go after --)" >&2; usage 2 ;;
+  esac
+  shift
+done
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+PY=${VERL_HADW_PYTHON:-python3}
+abspath() { case $1 in /*) printf '%s\n' "$1" ;; *) printf '%s\n' "$PWD/$1" ;; esac; }
+export VERL_HADW_DATA VERL_HADW_OUTPUT
+VERL_HADW_DATA=$(abspath "${VERL_HADW_DATA:-data}")
+VERL_HADW_OUTPUT=$(abspath "${VERL_HADW_OUTPUT:-runs}")
+
+plan=$("$PY" -m verl_hadw.cli configs --plan "$paper" --with-dirs ${only:+--only "$only"} \
+  "paths.data=$VERL_HADW_DATA" "paths.output=$VERL_HADW_OUTPUT" "${overrides[@]}")
+total=$(wc -l <<<"$plan")
+echo "[reproduce $paper] $total steps (outputs under $VERL_HADW_OUTPUT/$paper)"
+declare -A train_job=()
+i=0
+while read -r action run run_dir; do
+  i=$((i + 1))
+  flag=()
+  marker=$run_dir/DONE
+  if [[ $action == eval ]]; then
+    flag=(--eval)
+    marker=$run_dir/eval/DONE
+  fi
+  if [[ -f $marker ]]; then
+    echo "[$i/$total] done     $action $run"
+    continue
+  fi
+  if [[ $dry == 1 ]]; then
+    echo "[$i/$total] pending  $action $run"
+    continue
+  fi
+  if [[ $slurm == 1 ]]; then
+    dep=()
+    [[ $action == eval && -n ${train_job[$run]:-} ]] && dep=("--dependency=afterok:${train_job[$run]}")
+    job=$(sbatch --parsable --nodes="$nodes" --job-name="$run${flag:+-eval}" "${dep[@]}" \
+      "$here/slurm/train.sbatch" "$run" "${flag[@]}" "${overrides[@]}" </dev/null)
+    job=${job%%;*}
+    [[ $action == train ]] && train_job[$run]=$job
+    echo "[$i/$total] submitted $action $run: job $job"
+  else
+    echo "[$i/$total] running  $action $run"
+    if ! "$here/train.sh" "$run" "${flag[@]}" "${overrides[@]}" </dev/null; then
+      echo "[reproduce $paper] $action $run failed; fix the cause and run this script again (it resumes)" >&2
+      exit 1
+    fi
+  fi
+done <<<"$plan"

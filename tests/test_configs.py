@@ -1,0 +1,276 @@
+"""The paper-reproduction configs: each composes over verl 0.9.1's ppo_trainer, passes the checks verl's
+``main_ppo`` runs in the ``python -m`` process (verl's own ``main`` body, Ray and GPUs stubbed) and the plugin's
+validation, matches the papers' hyperparameters, and differs from its baseline only where the paper does.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from verl_hadw import configs as C
+
+pytestmark = pytest.mark.filterwarnings("ignore:Disabled critic as algorithm.adv_estimator != gae")
+
+ROOT = Path(__file__).resolve().parents[1]
+RUN_FILES = sorted(p.stem for p in (ROOT / "configs").glob("*.yaml"))
+EVAL_CASES = [("dgpo_t1_dgpo", "dgpo"), ("dgpo_t1_base", "dgpo"), ("hadw_t1_qwen3_4b_grpo_hadw", "hadw")]
+
+
+@pytest.fixture(scope="module")
+def composed():
+    """Every run composed once (through the run files' own pkg://verl.trainer.config search path)."""
+    return {run: C.compose_run(run, fast=False) for run in RUN_FILES}
+
+
+def _flat(cfg) -> dict:
+    out = {}
+
+    def walk(node, prefix):
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, f"{prefix}.{k}" if prefix else str(k))
+        else:
+            out[prefix] = node
+
+    walk(OmegaConf.to_container(cfg, resolve=False), "")
+    return out
+
+
+# ------------------------------------------------------------------------------------------- catalogue
+def test_run_files_are_exactly_the_catalogue():
+    assert C.config_dir() == ROOT / "configs"
+    assert set(RUN_FILES) == set(C.run_names()) | set(C.ALIASES)
+    # the issue's run counts: HA-DW Table 1 has 18 runs, 28 distinct trainings in all; DGPO 13 trainings + the base
+    assert len([r for r in C.run_names("hadw") if r.startswith("hadw_t1_")]) == 18
+    assert len(C.run_names("hadw")) == 28 and len(C.run_names("dgpo")) == 14
+    plan = C.plan("dgpo")
+    assert plan[0] == ("eval", "dgpo_t1_base") and ("train", "dgpo_t1_base") not in plan
+    assert all(("eval", r) in plan and plan.index(("train", r)) < plan.index(("eval", r))
+               for r in C.run_names("dgpo") if r not in C.EVAL_ONLY)
+    assert [a for a, _ in C.plan("hadw")] == ["train"] * 28
+
+
+@pytest.mark.parametrize("run", RUN_FILES)
+def test_yaml_comment_quotes_the_catalogue(run):
+    """The 'Paper:' line of each run file states the catalogue's numbers (one source of truth)."""
+    text = (ROOT / "configs" / f"{run}.yaml").read_text()
+    rows = [(t, r) for t in C.TABLES for r in t.rows if r.run == C.ALIASES.get(run, run)]
+    assert rows, run
+    table, row = rows[0]
+    quoted = re.search(r"^# Paper: (.*)$", text, re.M)
+    if not row.paper and row.paper_avg is None:
+        assert quoted is None
+        return
+    numbers = [float(x) for x in re.findall(r"(?<![\w.])(\d+\.\d+|\d+)(?![\w.])", quoted.group(1))]
+    expected = [v for v in row.paper if v is not None] + ([row.paper_avg] if row.paper_avg is not None else [])
+    # "MATH500"/"AIME25"/... contain digits but are words; only the values are matched
+    assert numbers == expected
+
+
+# ------------------------------------------------------------------------------------- verl validation
+@pytest.mark.parametrize("run", RUN_FILES)
+def test_run_passes_verl_main_ppo_checks_and_plugin(run, composed, capsys):
+    cfg = composed[run].copy()
+    record = C.validate_like_main_ppo(cfg)
+    out = capsys.readouterr().out
+    assert "[validate_config] All configuration checks passed successfully!" in out
+    resolved = record["resolved"]
+    assert record["trainer_cls"] == "PPOTrainerSync"
+    assert record["estimator"] == resolved.algorithm.adv_estimator
+    assert "${" not in str(record["ray_init"])  # what ray.init receives is fully literal
+    assert resolved.trainer.checkpoint_callback_class == "verl_hadw.callback.HadwCheckpointCallback"
+    assert resolved.algorithm.hadw.state_key == f"{resolved.trainer.project_name}/{resolved.trainer.experiment_name}"
+    assert resolved.trainer.experiment_name == C.ALIASES.get(run, run)
+    assert resolved.trainer.project_name == C.paper_of(run)
+    assert resolved.trainer.default_local_dir == f"{resolved.paths.run_dir}/checkpoints"
+    assert resolved.reward.custom_reward_function.path == "pkg://verl_hadw.reward"
+
+
+@pytest.mark.parametrize("run,paper", EVAL_CASES)
+def test_eval_layer_composes_and_validates(run, paper, capsys):
+    cfg = C.compose_run(run, [f"+eval={paper}", "paths.data=/d"], fast=False)
+    resolved = C.validate_like_main_ppo(cfg, deep=True)["resolved"]
+    capsys.readouterr()
+    assert resolved.trainer.val_only is True and resolved.trainer.resume_mode == "auto"
+    if paper == "dgpo":
+        # all six benchmarks; prompt + completion = 4096 = Qwen2.5-Math-7B's context (lighteval max_model_length)
+        assert [Path(f).stem for f in resolved.data.val_files] == list(C.BENCHMARKS["dgpo"])
+        assert resolved.data.max_prompt_length + resolved.data.max_response_length == 4096
+        assert resolved.actor_rollout_ref.rollout.response_length == 3072
+    else:
+        assert [Path(f).stem for f in resolved.data.val_files] == list(C.BENCHMARKS["hadw"])
+
+
+def test_validation_catches_a_broken_override():
+    """The same checks reject what verl would reject: they are not vacuous."""
+    with pytest.raises(Exception, match="Invalid loss_agg_mode"):
+        C.validate_like_main_ppo(C.compose_run("hadw_t1_qwen3_4b_grpo", ["actor_rollout_ref.actor.loss_agg_mode=mean"]))
+    with pytest.raises(Exception, match="lamda_scale"):
+        C.validate_like_main_ppo(C.compose_run("hadw_t1_qwen3_4b_grpo_hadw", ["+algorithm.hadw.lamda_scale=2"]))
+
+
+# ------------------------------------------------------------------------------------ paper settings
+def _expect(run: str) -> dict:
+    """Hyperparameters each run must have (HA-DW Table 8 / §3; DGPO Table 9, §4.1, App. G)."""
+    exp = {}
+    if run.startswith("hadw_"):
+        exp.update({"data.train_batch_size": 256, "actor_rollout_ref.actor.ppo_mini_batch_size": 16,
+                    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": 4,
+                    "actor_rollout_ref.actor.use_dynamic_bsz": True, "actor_rollout_ref.rollout.n": 8,
+                    "data.max_prompt_length": 1024, "data.max_response_length": 4096,
+                    "actor_rollout_ref.actor.optim.lr": 1e-6, "actor_rollout_ref.actor.optim.lr_warmup_steps": 10,
+                    "actor_rollout_ref.actor.optim.weight_decay": 0.1, "actor_rollout_ref.actor.grad_clip": 1.0,
+                    "actor_rollout_ref.actor.use_kl_loss": False, "algorithm.use_kl_in_reward": False,
+                    "actor_rollout_ref.rollout.tensor_model_parallel_size": 1, "trainer.test_freq": 5,
+                    "trainer.nnodes": 1, "trainer.n_gpus_per_node": 8, "algorithm.filter_groups.enable": False,
+                    "trainer.total_epochs": 3})
+        method = "dapo" if "_dapo" in run else "gspo" if "_gspo" in run else "grpo"
+        exp.update({
+            "grpo": {"actor_rollout_ref.actor.policy_loss.loss_mode": "vanilla",
+                     "actor_rollout_ref.actor.clip_ratio_low": 0.2, "actor_rollout_ref.actor.clip_ratio_high": 0.2,
+                     "actor_rollout_ref.actor.loss_agg_mode": "seq-mean-token-mean"},
+            "gspo": {"actor_rollout_ref.actor.policy_loss.loss_mode": "gspo",
+                     "actor_rollout_ref.actor.clip_ratio_low": 3e-4, "actor_rollout_ref.actor.clip_ratio_high": 4e-4,
+                     "actor_rollout_ref.actor.loss_agg_mode": "seq-mean-token-mean"},
+            "dapo": {"actor_rollout_ref.actor.policy_loss.loss_mode": "vanilla",
+                     "actor_rollout_ref.actor.clip_ratio_low": 0.2, "actor_rollout_ref.actor.clip_ratio_high": 0.28,
+                     "actor_rollout_ref.actor.loss_agg_mode": "token-mean", "trainer.total_epochs": 9,
+                     "reward.reward_manager.name": "dapo", "reward.custom_reward_function.reward_kwargs.signed": True,
+                     "reward.reward_kwargs.overlong_buffer_cfg.enable": True, "reward.reward_kwargs.max_resp_len": 4096,
+                     "algorithm.hadw.success_threshold": -0.5},
+        }[method])
+        model = {"qwen3_4b": "Qwen/Qwen3-4B-Base", "qwen3_8b": "Qwen/Qwen3-8B-Base",
+                 "llama3_3b": "meta-llama/Llama-3.2-3B-Instruct"}
+        exp["actor_rollout_ref.model.path"] = next(v for k, v in model.items() if k in run) if "_t1_" in run \
+            else "Qwen/Qwen3-4B-Base"
+        hadw = run.endswith("_hadw") or run.startswith(("hadw_t2", "hadw_t7"))
+        exp["algorithm.adv_estimator"] = "hadw" if hadw else "grpo"
+        if hadw:
+            lam = {"05": 0.5, "08": 0.8, "10": 1.0, "13": 1.3, "15": 1.5, "17": 1.7, "20": 2.0}
+            exp["algorithm.hadw.lambda_scale"] = lam[run[-2:]] if run.startswith("hadw_t7") else 1.3
+            fixed = run.startswith("hadw_t2")
+            exp["algorithm.hadw.anchor.mode"] = "fixed" if fixed else "kalman"
+            if fixed:
+                exp["algorithm.hadw.anchor.fixed_value"] = int(run[-2:]) / 10
+        if run == "hadw_t3_qwen3_4b_grpo_g16":
+            exp["actor_rollout_ref.rollout.n"] = 16
+    else:
+        exp.update({"data.train_batch_size": 32, "actor_rollout_ref.actor.ppo_mini_batch_size": 32,
+                    "actor_rollout_ref.rollout.n": 8, "data.max_prompt_length": 512, "data.max_response_length": 1024,
+                    "actor_rollout_ref.actor.optim.lr": 5e-7, "actor_rollout_ref.actor.optim.lr_warmup_steps": 0,
+                    "trainer.total_epochs": 1, "trainer.total_training_steps": 230,
+                    "actor_rollout_ref.actor.use_kl_loss": False, "actor_rollout_ref.rollout.temperature": 1.0,
+                    "actor_rollout_ref.rollout.val_kwargs.temperature": 0.6,
+                    "actor_rollout_ref.rollout.val_kwargs.top_p": 0.95, "algorithm.filter_groups.enable": False,
+                    "actor_rollout_ref.model.path": "Qwen/Qwen2.5-Math-7B",
+                    "reward.custom_reward_function.reward_kwargs.backend": "math_verify"})
+        method = next((m for m in ("gpg", "dapo", "gspo") if f"_{m}" in run), "grpo")
+        exp["actor_rollout_ref.actor.policy_loss.loss_mode"] = {"gpg": "gpg", "gspo": "gspo"}.get(method, "vanilla")
+        exp["actor_rollout_ref.actor.clip_ratio_high"] = {"dapo": 0.28, "gspo": 4e-4}.get(method, 0.2)
+        exp["actor_rollout_ref.actor.loss_agg_mode"] = "seq-mean-token-mean" if method == "gspo" else "token-mean"
+        dgpo = run.endswith("_dgpo") or run.startswith("dgpo_t3")
+        exp["algorithm.adv_estimator"] = "dgpo" if dgpo else ("gpg" if method == "gpg" else "grpo")
+        if dgpo:
+            temps = {"dgpo_t3_temp_1": 1.0, "dgpo_t3_temp_5": 5.0, "dgpo_t3_temp_10": 10.0}
+            exp["algorithm.dgpo.temperature"] = temps.get(run, 2.0)
+            exp["algorithm.dgpo.dgae"] = run != "dgpo_t3_vtn_only"
+            exp["algorithm.dgpo.dqw"] = run not in ("dgpo_t3_vtn_only", "dgpo_t3_vtn_dgae")
+            exp["algorithm.dgpo.valid_token_norm"] = True
+        if method == "dapo":
+            exp.update({"reward.reward_manager.name": "dapo", "algorithm.dgpo.success_threshold": 0.0,
+                        "reward.custom_reward_function.reward_kwargs.signed": False})
+    return exp
+
+
+@pytest.mark.parametrize("run", RUN_FILES)
+def test_paper_hyperparameters(run, composed):
+    cfg = composed[run]
+    for key, value in _expect(run).items():
+        got = OmegaConf.select(cfg, key)
+        assert got == pytest.approx(value) if isinstance(value, float) else got == value, (run, key, got, value)
+    if OmegaConf.select(cfg, "algorithm.adv_estimator") == "dgpo":
+        # the valid-token averaging is exact only with one optimiser mini-batch per step
+        assert cfg.actor_rollout_ref.actor.ppo_mini_batch_size == cfg.data.train_batch_size
+
+
+def test_signed_dapo_threshold_separates_correct_from_wrong(composed):
+    """HA-DW+DAPO: correct answers score 1 + penalty, wrong ones -1 + penalty, penalty in [-factor, 0]."""
+    cfg = composed["hadw_t1_qwen3_4b_dapo_hadw"]
+    factor = cfg.reward.reward_kwargs.overlong_buffer_cfg.penalty_factor
+    threshold = cfg.algorithm.hadw.success_threshold
+    lowest_correct, highest_wrong = 1.0 - factor, -1.0
+    assert highest_wrong < threshold < lowest_correct
+
+
+PAIRS = [
+    # (run, its baseline, the keys the paper changes besides trainer.experiment_name)
+    *[(f"hadw_t1_{m}_{meth}_hadw", f"hadw_t1_{m}_{meth}",
+       {"algorithm.adv_estimator", "algorithm.hadw.lambda_scale", "algorithm.hadw.base", "algorithm.hadw.anchor.mode",
+        "algorithm.hadw.anchor.eta", "algorithm.hadw.anchor.window"})
+      for m in ("qwen3_4b", "qwen3_8b", "llama3_3b") for meth in ("grpo", "gspo", "dapo")],
+    *[(f"hadw_t2_fixed_anchor_{v}", "hadw_t1_qwen3_4b_grpo_hadw",
+       {"algorithm.hadw.anchor.mode", "algorithm.hadw.anchor.fixed_value"}) for v in ("04", "05", "06")],
+    ("hadw_t3_qwen3_4b_grpo_g16", "hadw_t1_qwen3_4b_grpo", {"actor_rollout_ref.rollout.n"}),
+    *[(f"hadw_t7_lambda_{v}", "hadw_t1_qwen3_4b_grpo_hadw", {"algorithm.hadw.lambda_scale"})
+      for v in ("05", "08", "10", "15", "17", "20")],
+    ("hadw_t7_lambda_13", "hadw_t1_qwen3_4b_grpo_hadw", set()),
+    *[(f"hadw_t1_{m}_{meth}", f"hadw_t1_qwen3_4b_{meth}", {"actor_rollout_ref.model.path"})
+      for m in ("qwen3_8b", "llama3_3b") for meth in ("grpo", "gspo", "dapo")],
+    ("dgpo_t1_dgpo", "dgpo_t1_grpo", {"algorithm.adv_estimator", "algorithm.dgpo.dgae", "algorithm.dgpo.dqw",
+                                      "algorithm.dgpo.temperature", "algorithm.dgpo.valid_token_norm"}),
+    ("dgpo_t1_base", "dgpo_t1_grpo", set()),
+    ("dgpo_t3_vtn_only", "dgpo_t1_dgpo", {"algorithm.dgpo.dgae", "algorithm.dgpo.dqw"}),
+    ("dgpo_t3_vtn_dgae", "dgpo_t1_dgpo", {"algorithm.dgpo.dqw"}),
+    *[(f"dgpo_t3_temp_{t}", "dgpo_t1_dgpo", {"algorithm.dgpo.temperature"}) for t in ("1", "5", "10")],
+    *[(f"dgpo_t4_{m}_dgpo", f"dgpo_t4_{m}", {"algorithm.adv_estimator", "algorithm.dgpo.dgae", "algorithm.dgpo.dqw",
+                                              "algorithm.dgpo.temperature", "algorithm.dgpo.valid_token_norm"})
+      for m in ("gpg", "dapo", "gspo")],
+]
+
+
+@pytest.mark.parametrize("run,baseline,changed", PAIRS, ids=[p[0] for p in PAIRS])
+def test_run_differs_from_its_baseline_only_where_the_paper_does(run, baseline, changed, composed):
+    a, b = _flat(composed[run]), _flat(composed[baseline])
+    differing = {k for k in a.keys() | b.keys() if a.get(k, "<absent>") != b.get(k, "<absent>")}
+    expected = set(changed)
+    if C.ALIASES.get(run, run) != baseline:
+        expected.add("trainer.experiment_name")
+    assert differing == expected
+
+
+# --------------------------------------------------------------------------------------- packaging
+def test_configs_ship_in_a_regular_wheel(tmp_path):
+    """A non-editable install finds the configs: build the wheel, unpack it as site-packages, ask it."""
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("setup.py", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(ROOT / "verl_hadw", src / "verl_hadw", ignore=ignore)
+    shutil.copytree(ROOT / "configs", src / "configs", ignore=ignore)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path / "dist"), str(src)],
+        capture_output=True, text=True,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (wheel,) = (tmp_path / "dist").glob("verl_hadw-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for path in ("verl_hadw_configs/hadw_t1_qwen3_4b_grpo_hadw.yaml", "verl_hadw_configs/hadw/base.yaml",
+                 "verl_hadw_configs/dgpo/method/dgpo.yaml", "verl_hadw_configs/eval/dgpo.yaml"):
+        assert path in names
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    code = "from verl_hadw.configs import config_dir; print(config_dir())"
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                         env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    found = Path(out.stdout.strip())
+    assert found == site / "verl_hadw_configs" and (found / "dgpo_t1_dgpo.yaml").is_file()

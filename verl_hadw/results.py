@@ -1,0 +1,404 @@
+"""``verl-hadw results <run dirs...>``: verl's validation metrics -> the papers' tables, side by side, and a plot.
+
+A run directory is what the launchers create (``<paths.output>/<project>/<experiment>``), but any directory
+works: it is searched recursively for verl's three log formats, merged by step (later entries win):
+
+* tensorboard event files (``trainer.logger`` ``tensorboard``; ``TENSORBOARD_DIR``),
+* verl's ``file`` logger jsonl (``{"step": N, "data": {...}}`` per line; ``VERL_FILE_LOGGER_PATH``),
+* console logs (``step:N - key:value - ...`` lines, e.g. ``logs/*.log`` written by scripts/train.sh).
+
+The accuracy of a benchmark is verl's ``val-core/<data_source>/acc/mean@N`` (the mean over prompts of the
+per-prompt mean over N samples: avg@N); MATH500 by level comes from ``val-aux/math500/acc_level<k>/mean@N`` and
+``acc_easy|mid|hard`` (logged by ``verl_hadw.reward``). A run's reported numbers are its last validation step
+(``--step`` picks another); when ``<run>/eval/`` holds logs (``scripts/train.sh <run> --eval``, DGPO's final
+evaluation) those win over the in-training validation. The run is identified by the directory name (verl's
+``trainer.experiment_name``) and matched to the paper rows of ``verl_hadw.configs.TABLES``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from verl_hadw.configs import (
+    ALIASES,
+    BENCHMARK_NAMES,
+    BENCHMARKS,
+    HADW_HARD_GAIN,
+    TABLES,
+    Table,
+)
+
+__all__ = ["RunResult", "read_run", "load_scalars", "paper_tables", "level_table", "plot", "add_subcommand"]
+
+VAL_RE = re.compile(r"^val-(?:core|aux)/(?P<ds>[^/]+)/(?P<var>[^/]+)/mean@(?P<n>\d+)$")
+CONSOLE_RE = re.compile(r"step:(?P<step>\d+) - (?P<rest>.*)$")
+# a console value: 0.5, 1e-06, nan, or a scalar repr such as np.float64(0.5) / tensor(0.5)
+NUMBER_RE = re.compile(
+    r"\s*(?:[A-Za-z_][\w.]*\()?\s*(?P<num>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?inf|nan)\s*\)?\s*"
+)
+LEVEL_COLUMNS = ("acc_easy", "acc_mid", "acc_hard", "acc_level1", "acc_level2", "acc_level3", "acc_level4", "acc_level5")
+LEVEL_NAMES = {"acc_easy": "Easy (L1)", "acc_mid": "Mid (L2-3)", "acc_hard": "Hard (L4-5)"} | {
+    f"acc_level{k}": f"L{k}" for k in range(1, 6)
+}
+
+
+class ResultsError(RuntimeError):
+    """No usable metrics in a run directory, or a bad argument."""
+
+
+@dataclass
+class RunResult:
+    name: str
+    path: Path
+    step: int | None  # the validation step reported
+    final: dict[str, float]  # data_source -> accuracy in %
+    levels: dict[str, float]  # acc_easy/... -> accuracy in % (MATH500)
+    curves: "object"  # pandas DataFrame: index step, columns data_source, values %
+    source: str  # "eval" or "training validation"
+    samples: dict[str, int] = field(default_factory=dict)  # data_source -> N of mean@N
+
+
+# --------------------------------------------------------------------------------------------- readers
+def _read_tensorboard(directory: Path) -> list[tuple[int, float, str, float]]:
+    from tensorboard.backend.event_processing import event_accumulator
+
+    acc = event_accumulator.EventAccumulator(str(directory), size_guidance={event_accumulator.SCALARS: 0})
+    acc.Reload()
+    rows = []
+    for tag in acc.Tags().get("scalars", []):
+        for event in acc.Scalars(tag):
+            rows.append((int(event.step), float(event.wall_time), tag, float(event.value)))
+    return rows
+
+
+def _number(text: str) -> float | None:
+    match = NUMBER_RE.fullmatch(text)
+    return float(match.group("num")) if match else None
+
+
+def _read_jsonl(path: Path, order: float) -> list[tuple[int, float, str, float]]:
+    rows = []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for i, line in enumerate(f):
+            try:
+                entry = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line cut by a crash
+            if not isinstance(entry, dict) or "step" not in entry or not isinstance(entry.get("data"), dict):
+                continue
+            for key, value in entry["data"].items():
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    rows.append((int(entry["step"]), order + i * 1e-6, key, float(value)))
+    return rows
+
+
+def _read_console(path: Path, order: float) -> list[tuple[int, float, str, float]]:
+    rows = []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for i, line in enumerate(f):
+            match = CONSOLE_RE.search(line.rstrip("\n"))
+            if not match:
+                continue
+            step = int(match.group("step"))
+            for part in match.group("rest").split(" - "):
+                key, sep, value = part.partition(":")
+                number = _number(value) if sep else None
+                if number is not None and key.strip():
+                    rows.append((step, order + i * 1e-6, key.strip(), number))
+    return rows
+
+
+def load_scalars(directory: Path, exclude: Path | None = None):
+    """All scalars under ``directory`` (recursive; ``exclude`` subtree skipped) as a DataFrame step/tag/value.
+
+    Duplicates (the same tag and step in several files or formats, or re-logged after a resume) keep the entry
+    written last (tensorboard wall time; file modification time and line order for jsonl and console logs).
+    """
+    import pandas as pd
+
+    def skipped(p: Path) -> bool:
+        return exclude is not None and (p == exclude or exclude in p.parents)
+
+    rows: list[tuple[int, float, str, float]] = []
+    event_dirs = sorted({p.parent for p in directory.rglob("events.out.tfevents.*") if not skipped(p)})
+    for d in event_dirs:
+        rows += _read_tensorboard(d)
+    for p in sorted(directory.rglob("*.jsonl")):
+        if not skipped(p):
+            rows += _read_jsonl(p, p.stat().st_mtime)
+    for p in sorted(list(directory.rglob("*.log")) + list(directory.rglob("*.out"))):
+        if not skipped(p):
+            rows += _read_console(p, p.stat().st_mtime)
+    frame = pd.DataFrame(rows, columns=["step", "order", "tag", "value"])
+    if frame.empty:
+        return frame[["step", "tag", "value"]]
+    frame = frame.sort_values("order").drop_duplicates(["step", "tag"], keep="last")
+    return frame[["step", "tag", "value"]].sort_values(["step", "tag"]).reset_index(drop=True)
+
+
+def _validation(frame):
+    """(data_source, var, n) -> Series(step -> value in %), highest N per (data_source, var)."""
+    best: dict[tuple[str, str], tuple[int, object]] = {}
+    for tag, group in frame.groupby("tag"):
+        match = VAL_RE.match(tag)
+        if not match:
+            continue
+        key, n = (match.group("ds"), match.group("var")), int(match.group("n"))
+        if key not in best or n > best[key][0]:
+            best[key] = (n, group.set_index("step")["value"] * 100.0)
+    return best
+
+
+def read_run(path: str | Path, step: int | None = None) -> RunResult:
+    """Validation results of one run directory (see the module docstring)."""
+    import pandas as pd
+
+    path = Path(path).expanduser().resolve()
+    if not path.is_dir():
+        raise ResultsError(f"{path} is not a directory")
+    eval_dir = path / "eval"
+    training = load_scalars(path, exclude=eval_dir if eval_dir.is_dir() else None)
+    evaluation = load_scalars(eval_dir) if eval_dir.is_dir() else training.iloc[0:0]
+    train_val = _validation(training)
+    eval_val = _validation(evaluation)
+    chosen, source = (eval_val, "eval") if eval_val else (train_val, "training validation")
+    if not chosen:
+        raise ResultsError(
+            f"{path}: no verl validation metrics (val-core/<data_source>/acc/mean@N) in its tensorboard event "
+            "files, *.jsonl or console logs. Is it a run directory, did validation run (trainer.test_freq), and "
+            "did the run log to tensorboard/file (trainer.logger)?"
+        )
+    accuracy = {ds: series for (ds, var), (n, series) in chosen.items() if var == "acc"}
+    samples = {ds: n for (ds, var), (n, _) in chosen.items() if var == "acc"}
+    if not accuracy:  # a reward function without "acc": fall back to the mean reward
+        accuracy = {ds: series for (ds, var), (n, series) in chosen.items() if var == "reward"}
+        samples = {ds: n for (ds, var), (n, _) in chosen.items() if var == "reward"}
+    steps = sorted(set().union(*(s.index for s in accuracy.values())))
+    if step is None:
+        report_step = steps[-1]
+    else:
+        eligible = [s for s in steps if s <= step]
+        if not eligible:
+            raise ResultsError(f"{path}: no validation at or before step {step} (validated at steps {steps})")
+        report_step = eligible[-1]
+    final = {ds: float(s.loc[report_step]) for ds, s in accuracy.items() if report_step in s.index}
+    levels = {}
+    for (ds, var), (_, series) in chosen.items():
+        if ds == "math500" and var in LEVEL_COLUMNS and report_step in series.index:
+            levels[var] = float(series.loc[report_step])
+    curves_src = {ds: series for (ds, var), (_, series) in train_val.items() if var == "acc"} or accuracy
+    curves = pd.DataFrame(curves_src).sort_index()
+    return RunResult(path.name, path, report_step, final, levels, curves, source, samples)
+
+
+# ---------------------------------------------------------------------------------------------- tables
+def _average(values: list[float | None]) -> float:
+    if not values or any(v is None or (isinstance(v, float) and math.isnan(v)) for v in values):
+        return float("nan")
+    return sum(values) / len(values)
+
+
+def _experiment(run: str) -> str:
+    return ALIASES.get(run, run)
+
+
+def paper_tables(results: dict[str, RunResult]) -> list[tuple[Table, "object"]]:
+    """For every catalogue table with at least one of ``results``: a DataFrame of ours / paper / delta rows."""
+    import pandas as pd
+
+    out = []
+    for table in TABLES:
+        columns = [BENCHMARK_NAMES[b] for b in BENCHMARKS[table.paper]]
+        records = []
+        for row in table.rows:
+            result = results.get(_experiment(row.run))
+            if result is None:
+                continue
+            ours = [result.final.get(b) for b in BENCHMARKS[table.paper]]
+            paper = list(row.paper) if row.paper else [None] * len(columns)
+            paper_avg = row.paper_avg if row.paper_avg is not None else _average(paper)
+            ours_avg = _average(ours)
+            records.append({"run": row.label, "": "ours", **dict(zip(columns, ours)), "AVG": ours_avg})
+            records.append({"run": "", "": "paper", **dict(zip(columns, paper)), "AVG": paper_avg})
+            delta = [o - p if o is not None and p is not None else None for o, p in zip(ours, paper)]
+            records.append({"run": "", "": "ours - paper", **dict(zip(columns, delta)),
+                            "AVG": ours_avg - paper_avg if not math.isnan(paper_avg) else float("nan")})
+        if records:
+            out.append((table, pd.DataFrame.from_records(records, columns=["run", "", *columns, "AVG"])))
+    return out
+
+
+def other_runs_table(results: dict[str, RunResult]):
+    """Runs that match no paper row: ours only, every benchmark they validated on."""
+    import pandas as pd
+
+    known = {_experiment(r.run) for t in TABLES for r in t.rows}
+    others = [r for name, r in results.items() if name not in known]
+    if not others:
+        return None
+    order = [b for paper in BENCHMARKS.values() for b in paper]
+    names = sorted({ds for r in others for ds in r.final}, key=lambda d: (order.index(d) if d in order else 99, d))
+    records = []
+    for r in others:
+        values = [r.final.get(ds) for ds in names]
+        records.append({"run": r.name, **{BENCHMARK_NAMES.get(d, d): v for d, v in zip(names, values)},
+                        "AVG": _average(values)})
+    return pd.DataFrame.from_records(records)
+
+
+def level_table(results: dict[str, RunResult]):
+    """MATH500 accuracy by difficulty level (HA-DW §5.1 bands and levels 1-5) for runs that logged it."""
+    import pandas as pd
+
+    records = [{"run": r.name, **{LEVEL_NAMES[k]: r.levels.get(k, float("nan")) for k in LEVEL_COLUMNS}}
+               for r in results.values() if r.levels]
+    return pd.DataFrame.from_records(records) if records else None
+
+
+def hard_gain(results: dict[str, RunResult]) -> str | None:
+    base, treated, paper_gain = HADW_HARD_GAIN
+    if base in results and treated in results:
+        a, b = results[base].levels.get("acc_hard"), results[treated].levels.get("acc_hard")
+        if a is not None and b is not None:
+            return (f"MATH500 Hard (levels 4-5), GRPO+HA-DW - GRPO (Qwen3-4B-Base): ours {b - a:+.1f}, "
+                    f"paper {paper_gain:+.1f} (Fig. 1(c))")
+    return None
+
+
+def _fmt(frame, digits: int) -> str:
+    return frame.to_string(index=False, na_rep="-", float_format=lambda v: f"{v:.{digits}f}")
+
+
+# ------------------------------------------------------------------------------------------------ plot
+def plot(results: dict[str, RunResult], path: str | Path) -> Path:
+    """Validation accuracy vs step: one panel per benchmark (and AVG), one line per run, the paper's number
+    dashed in the run's colour."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    order = [b for paper in ("hadw", "dgpo") for b in BENCHMARKS[paper]]
+    names = sorted({ds for r in results.values() for ds in (*r.curves.columns, *r.final)},
+                   key=lambda d: (order.index(d) if d in order else 99, d))
+    paper_values = {}
+    for table in TABLES:
+        for row in table.rows:
+            exp = _experiment(row.run)
+            for ds, value in zip(BENCHMARKS[table.paper], row.paper):
+                if value is not None:
+                    paper_values.setdefault((exp, ds), value)
+    panels = names + ["AVG"]
+    cols = min(3, len(panels))
+    rows = math.ceil(len(panels) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows), squeeze=False)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, (name, result) in enumerate(sorted(results.items())):
+        color = colors[i % len(colors)]
+        for j, ds in enumerate(panels):
+            ax = axes[j // cols][j % cols]
+            bench = BENCHMARKS.get(name.split("_", 1)[0])
+            if ds == "AVG":
+                # the paper's AVG: the mean over its benchmarks, at steps where all of them were validated
+                have = bench is not None and all(b in result.curves for b in bench)
+                series = result.curves[list(bench)].dropna().mean(axis=1) if have else None
+                final = _average([result.final.get(b) for b in bench]) if bench else float("nan")
+            else:
+                series = result.curves[ds].dropna() if ds in result.curves else None
+                final = result.final.get(ds, float("nan"))
+            if series is not None and len(series):
+                ax.plot(series.index, series.values, marker="o", ms=3, color=color, label=name)
+            if result.source == "eval" and not math.isnan(final):
+                # the final evaluation pass (<run>/eval/): one star at the evaluated step
+                ax.plot([result.step], [final], marker="*", ms=12, color=color, ls="none")
+            if ds == "AVG" and bench is not None:
+                row = next((r for t in TABLES for r in t.rows if _experiment(r.run) == name and r.paper_avg), None)
+                if row is not None:
+                    ax.axhline(row.paper_avg, color=color, ls="--", lw=1)
+            elif (name, ds) in paper_values:
+                ax.axhline(paper_values[(name, ds)], color=color, ls="--", lw=1)
+    for j, ds in enumerate(panels):
+        ax = axes[j // cols][j % cols]
+        ax.set_title(BENCHMARK_NAMES.get(ds, ds) + (" (over the paper's benchmarks)" if ds == "AVG" else ""))
+        ax.set_xlabel("step")
+        ax.set_ylabel("accuracy (%)")
+        ax.grid(alpha=0.3)
+    for j in range(len(panels), rows * cols):
+        axes[j // cols][j % cols].axis("off")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="lower center", ncol=min(3, len(labels)), fontsize=8)
+    fig.suptitle("Validation accuracy (dashed: the paper's number; star: final evaluation pass)")
+    fig.tight_layout(rect=(0, 0.06 + 0.02 * math.ceil(len(labels) / 3), 1, 0.96))
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+# -------------------------------------------------------------------------------------------------- CLI
+def render(results: dict[str, RunResult]) -> str:
+    lines = []
+    for name, r in results.items():
+        n = ", ".join(f"{BENCHMARK_NAMES.get(ds, ds)}@{k}" for ds, k in r.samples.items())
+        lines.append(f"{name}: step {r.step} ({r.source}; samples per prompt: {n})")
+    for table, frame in paper_tables(results):
+        lines += ["", table.title, _fmt(frame, 1 if table.paper == "hadw" else 2)]
+    others = other_runs_table(results)
+    if others is not None:
+        lines += ["", "Runs without a paper row", _fmt(others, 2)]
+    levels = level_table(results)
+    if levels is not None:
+        lines += ["", "MATH500 by difficulty level (HA-DW §5.1; the paper prints no per-level numbers)", _fmt(levels, 1)]
+        gain = hard_gain(results)
+        if gain:
+            lines.append(gain)
+    return "\n".join(lines)
+
+
+def results_main(args: argparse.Namespace) -> int:
+    try:
+        results: dict[str, RunResult] = {}
+        for d in args.run_dirs:
+            result = read_run(d, args.step)
+            if result.name in results:
+                raise ResultsError(f"two run directories are named {result.name!r}: {results[result.name].path}, {d}")
+            results[result.name] = result
+    except ResultsError as exc:
+        print(f"verl-hadw results: {exc}", file=sys.stderr)
+        return 2
+    print(render(results))
+    if args.csv:
+        import pandas as pd
+
+        frames = [frame.assign(table=table.key) for table, frame in paper_tables(results)]
+        others = other_runs_table(results)
+        if others is not None:
+            frames.append(others.assign(table="other"))
+        Path(args.csv).parent.mkdir(parents=True, exist_ok=True)
+        pd.concat(frames, ignore_index=True).to_csv(args.csv, index=False)
+        print(f"\n[results] table written to {args.csv}")
+    if not args.no_plot:
+        print(f"[results] plot written to {plot(results, args.plot)}")
+    return 0
+
+
+def add_subcommand(sub) -> None:
+    p = sub.add_parser(
+        "results",
+        help="paper-style tables (ours beside the paper's numbers) and a plot from verl run logs",
+        description=__doc__.split("\n\n")[0],
+    )
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories (e.g. runs/hadw/<experiment>)")
+    p.add_argument("--step", type=int, help="report the last validation at or before this step (default: last)")
+    p.add_argument("--plot", default="results.png", help="plot path (default: results.png)")
+    p.add_argument("--no-plot", action="store_true", help="do not write the plot")
+    p.add_argument("--csv", help="also write the tables as CSV")
+    p.set_defaults(func=results_main)
