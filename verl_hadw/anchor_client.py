@@ -96,7 +96,7 @@ class AnchorClient:
         )
         if not self.allow_missing_state:
             raise MissingAnchorStateError(message)
-        logger.warning(message.replace("To continue", "Continuing (allow_missing_state=true)"))
+        logger.warning(f"{message} (allow_missing_state=true: continuing with a fresh anchor)")
 
     def observe(self, correct: float, count: int) -> AnchorView:
         step, call = self.next_ids()

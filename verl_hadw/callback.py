@@ -100,7 +100,7 @@ class HadwCheckpointCallback(CheckpointCallback):
             )
             if not self.hadw.allow_missing_state:
                 raise anchor_client.MissingAnchorStateError(message)
-            logger.warning(message.replace("Resume from", "Continuing with a fresh anchor (allow_missing_state). Or resume from"))
+            logger.warning(f"{message} (allow_missing_state=true: continuing with a fresh anchor)")
             anchor_client.restore(self.hadw, None)
             return
         with open(path, encoding="utf-8") as f:
