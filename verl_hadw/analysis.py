@@ -441,6 +441,16 @@ def _pyplot():
     return plt
 
 
+def _save_figure(plt, fig, path) -> Path:
+    """Lay out, write ``fig`` as a PNG at ``path`` (creating its folder) and free it."""
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
 def plot_bias(path, groups=(2, 4, 8, 16, 32)) -> Path:
     """PNG of bias(G, p) = E[p̂ | S] - p (Lemma 2) over p for several G, with P(Â < A | S) below."""
     plt = _pyplot()
@@ -457,12 +467,7 @@ def plot_bias(path, groups=(2, 4, 8, 16, 32)) -> Path:
     top.legend(fontsize=8)
     bottom.set_ylabel("P(Â < A | S)  (Theorem 2, ε = 0)")
     bottom.set_xlabel("p = P(correct) of the prompt")
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save_figure(plt, fig, path)
 
 
 def plot_update_magnitude(path, groups=(8, 16)) -> Path:
@@ -483,12 +488,7 @@ def plot_update_magnitude(path, groups=(8, 16)) -> Path:
     ax.title.set_fontsize(9)
     ax.set_ylim(0, 1.15)
     ax.legend(fontsize=8, loc="lower center")
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save_figure(plt, fig, path)
 
 
 # ---------------------------------------------------------------------------------------- the report
