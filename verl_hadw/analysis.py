@@ -20,6 +20,8 @@ from pathlib import Path
 import numpy as np
 from scipy import integrate, optimize, stats
 
+from verl_hadw.plotting import pyplot, save_figure
+
 __all__ = [
     "PAPER_TABLE4",
     "PAPER_TABLE5",
@@ -432,28 +434,9 @@ def dgae_update_magnitude(G: int, p=None) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------------- plots
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _save_figure(plt, fig, path) -> Path:
-    """Lay out, write ``fig`` as a PNG at ``path`` (creating its folder) and free it."""
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
-
-
 def plot_bias(path, groups=(2, 4, 8, 16, 32)) -> Path:
     """PNG of bias(G, p) = E[p̂ | S] - p (Lemma 2) over p for several G, with P(Â < A | S) below."""
-    plt = _pyplot()
+    plt = pyplot()
     p = np.linspace(0.0, 1.0, 801)
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(7.5, 7.5), sharex=True)
     for G in groups:
@@ -467,13 +450,13 @@ def plot_bias(path, groups=(2, 4, 8, 16, 32)) -> Path:
     top.legend(fontsize=8)
     bottom.set_ylabel("P(Â < A | S)  (Theorem 2, ε = 0)")
     bottom.set_xlabel("p = P(correct) of the prompt")
-    return _save_figure(plt, fig, path)
+    return save_figure(fig, path, dpi=120)
 
 
 def plot_update_magnitude(path, groups=(8, 16)) -> Path:
     """PNG of the total update magnitude per question, Σ_i|Â_i| / G, under GRPO (DGPO Theorem 1; population
     and verl's unbiased std) and DGAE (DGPO Theorem 2), with the achievable points p = k/G marked."""
-    plt = _pyplot()
+    plt = pyplot()
     p = np.linspace(0.0, 1.0, 401)
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
     ax.plot(p, grpo_update_magnitude(2, p) / 2, color="C0", label="GRPO, population std: 2·sqrt(p(1−p))")
@@ -488,7 +471,7 @@ def plot_update_magnitude(path, groups=(8, 16)) -> Path:
     ax.title.set_fontsize(9)
     ax.set_ylim(0, 1.15)
     ax.legend(fontsize=8, loc="lower center")
-    return _save_figure(plt, fig, path)
+    return save_figure(fig, path, dpi=120)
 
 
 # ---------------------------------------------------------------------------------------- the report

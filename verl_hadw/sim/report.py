@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from verl_hadw.plotting import pyplot, save_figure
 from verl_hadw.sim.config import SimConfig
 from verl_hadw.sim.methods import METHODS, SUITES, Method, resolve
 
@@ -208,15 +209,6 @@ def _curve_rows(records: list[dict], methods: list[Method]) -> list[dict]:
     return rows
 
 
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def _band(ax, x, arr, label, **kw):
     mean = np.nanmean(arr, axis=0)
     sd = np.nanstd(arr, axis=0, ddof=1) if arr.shape[0] > 1 else np.zeros_like(mean)
@@ -228,7 +220,7 @@ def plot_curves(records, methods, path: Path, title: str) -> Path | None:
     names = [m for m in methods if m.family in ("main", "control")]
     if not names:
         return None
-    plt = _pyplot()
+    plt = pyplot()
     fields = [("acc_train", "accuracy (all training prompts)"), ("acc_hard", "hard-tercile accuracy"),
               ("acc_heldout", "held-out accuracy (shared skill)")]
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.8))
@@ -242,10 +234,7 @@ def plot_curves(records, methods, path: Path, title: str) -> Path | None:
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7)
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=110)
 
 
 def plot_lambda(rows, path: Path, title: str) -> Path | None:
@@ -253,7 +242,7 @@ def plot_lambda(rows, path: Path, title: str) -> Path | None:
     lam_rows = sorted([r for r in rows if r["family"] == "lambda" or r["method"] == "hadw"], key=lambda r: r["lambda"])
     if len(lam_rows) < 2:
         return None
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
     panels = ((axes[0], "acc_train", "final accuracy"), (axes[1], "acc_hard", "final hard-tercile accuracy"))
     for ax, field, ylabel in panels:
@@ -277,10 +266,7 @@ def plot_lambda(rows, path: Path, title: str) -> Path | None:
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=8)
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=110)
 
 
 def plot_anchor(records, methods, path: Path, title: str) -> Path | None:
@@ -288,7 +274,7 @@ def plot_anchor(records, methods, path: Path, title: str) -> Path | None:
             if m.estimator == "hadw" and m.family in ("main", "eta", "anchor") and m.hadw.get("base") != "dgpo"]
     if not hadw:
         return None
-    plt = _pyplot()
+    plt = pyplot()
     prior, capability, batch = stack(records, "anchor_prior"), stack(records, "acc_train"), stack(records, "batch_acc")
     kalman = [m for m in hadw if m.family in ("main", "eta")]
     others = [m for m in hadw if m.family == "anchor" or m.name == "hadw"]
@@ -309,17 +295,14 @@ def plot_anchor(records, methods, path: Path, title: str) -> Path | None:
         ax.legend(fontsize=7)
     axes[0].set_ylabel("anchor prior C_t⁻ (seed 0)")
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=110)
 
 
 def plot_summary(rows, path: Path, title: str, reference: str = "grpo") -> Path | None:
     rows = [r for r in rows if f"acc_train_vs_{reference}" in r and r["method"] != reference]
     if not rows:
         return None
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(9, 0.32 * len(rows) + 1.5))
     y = np.arange(len(rows))[::-1]
     for offset, field, label in ((0.18, "acc_train", "all prompts"), (-0.18, "acc_hard", "hard tercile")):
@@ -331,10 +314,7 @@ def plot_summary(rows, path: Path, title: str, reference: str = "grpo") -> Path 
     ax.legend(fontsize=8)
     ax.set_title(title, fontsize=9)
     ax.grid(axis="x", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=110)
 
 
 def write_outputs(records, methods, cfg, out_dir, plots: bool = True) -> tuple[list[dict], list[Path]]:
