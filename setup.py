@@ -35,7 +35,7 @@ setup(
         "ray",
         "pandas",
         "pyarrow",
-        "scipy",  # bias theory (verl_hadw.analysis)
+        "scipy",  # bias theory (verl_hadw.research.theory)
         "matplotlib",  # plots (theory, simulator, results)
         "math-verify",  # math answer checking for the paper reproductions' reward
         "datasets",  # verl-hadw data: Hugging Face datasets for the reproductions

@@ -21,7 +21,7 @@ import random
 import statistics
 
 from verl_hadw.anchor import AnchorState
-from verl_hadw.config import AnchorConfig
+from verl_hadw.options import AnchorConfig
 
 
 def run(cfg: AnchorConfig, ys: list[float]) -> list[float]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from verl_hadw.sim.config import SimConfig
+from verl_hadw.research.sim.config import SimConfig
 
 # A small simulation: 16 prompts × G = 8 per step (128 rows, padded to 144), a few steps, ~0.1 s per run.
 SMALL = SimConfig(steps=12, prompts=256, heldout=64, batch_prompts=16)

@@ -9,7 +9,7 @@ import pytest
 
 from verl_hadw import anchor_client
 from verl_hadw.anchor import AnchorState, AnchorStepError
-from verl_hadw.config import AnchorConfig, parse_hadw
+from verl_hadw.options import AnchorConfig, parse_hadw
 
 
 def reference(cfg: AnchorConfig, ys: list[float]) -> list[tuple[float, float]]:

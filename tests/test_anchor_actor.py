@@ -14,9 +14,9 @@ from verl.trainer.ppo.ray_trainer import compute_advantage
 from verl.utils.skip.skip_manager import SkipManager
 
 from verl_hadw import anchor_client, metrics
-from verl_hadw.anchor_actor import LocalBackend, RayBackend, actor_name
+from verl_hadw.anchor_store import LocalBackend, RayBackend, actor_name
 from verl_hadw.callback import STATE_FILE, HadwCheckpointCallback
-from verl_hadw.config import ConfigError, parse_hadw
+from verl_hadw.options import ConfigError, parse_hadw
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

@@ -10,8 +10,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from verl_hadw import cli, data, reward
-from verl_hadw.configs import BENCHMARKS
+from verl_hadw import cli
+from verl_hadw.repro import data, reward
+from verl_hadw.repro import catalogue as K
+from verl_hadw.repro.catalogue import BENCHMARKS
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 LOCAL = {
@@ -75,7 +77,8 @@ def _rows(path: Path) -> list[dict]:
 def test_prepare_from_local_files(tmp_path, no_hub, capsys):
     assert cli.main(["data", "--out", str(tmp_path), *sum((["--source", s] for s in SOURCES), [])]) == 0
     assert no_hub == []  # local copies given: the Hub is never asked
-    for paper, names in data.PAPERS.items():
+    for paper in K.PAPERS:
+        names = K.paper_datasets(paper)
         for name in names:
             rows = _rows(tmp_path / paper / f"{name}.parquet")
             assert [r["reward_model"]["ground_truth"] for r in rows] == EXPECTED_GT[name]
@@ -85,7 +88,7 @@ def test_prepare_from_local_files(tmp_path, no_hub, capsys):
                 # the training file must not carry __rollout_n__ (verl would use it instead of rollout.n)
                 assert "__rollout_n__" not in rows[0] and rows[0]["extra_info"]["split"] == "train"
             else:
-                assert {r["__rollout_n__"] for r in rows} == {data.EVAL_SAMPLES[paper][name]}
+                assert {r["__rollout_n__"] for r in rows} == {K.EVAL_SAMPLES[paper][name]}
     hadw = _rows(tmp_path / "hadw" / "math_train.parquet")
     assert hadw[0]["prompt"] == [{"role": "user", "content": "What is $2+3$? Let's think step by step and output "
                                                                 "the final answer within \\boxed{}."}]
@@ -99,9 +102,9 @@ def test_prepare_from_local_files(tmp_path, no_hub, capsys):
     assert [r["extra_info"]["level"] for r in _rows(tmp_path / "dgpo" / "math500.parquet")] == [2, 1, 4]
     assert _rows(tmp_path / "dgpo" / "math500.parquet")[0]["extra_info"]["id"] == "test/algebra/1.json"
     # the papers' evaluation protocols: avg@16 on AIME25/AMC23 (HA-DW), avg@32 / avg@4 (DGPO)
-    assert data.EVAL_SAMPLES["hadw"]["aime25"] == 16 and data.EVAL_SAMPLES["hadw"]["amc23"] == 16
-    assert {data.EVAL_SAMPLES["dgpo"][b] for b in ("aime24", "aime25", "amc23")} == {32}
-    assert {data.EVAL_SAMPLES["dgpo"][b] for b in ("math500", "minerva", "olympiadbench")} == {4}
+    assert K.EVAL_SAMPLES["hadw"]["aime25"] == 16 and K.EVAL_SAMPLES["hadw"]["amc23"] == 16
+    assert {K.EVAL_SAMPLES["dgpo"][b] for b in ("aime24", "aime25", "amc23")} == {32}
+    assert {K.EVAL_SAMPLES["dgpo"][b] for b in ("math500", "minerva", "olympiadbench")} == {4}
     assert "13 files" in capsys.readouterr().out
 
 
@@ -134,18 +137,18 @@ def test_prepare_from_hugging_face(tmp_path, monkeypatch):
 
     def fake_load_dataset(*args, split=None, cache_dir=None):
         asked.append((args, split, cache_dir))
-        name = next(n for n, d in data.DATASETS.items() if d.hf_repo == args[0])
+        name = next(n for n, d in K.DATASETS.items() if d.hf_repo == args[0])
         records = data._read_file(FIXTURES / "data" / LOCAL[name])
         return datasets.Dataset.from_list([{k: (str(v) if k == "answer" else v) for k, v in r.items()}
                                            for r in records])
 
     monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
     written = data.prepare(tmp_path, ["hadw"], cache_dir="/cache", log=lambda *_: None)
-    assert sorted(written) == sorted(f"hadw/{n}" for n in data.PAPERS["hadw"])
+    assert sorted(written) == sorted(f"hadw/{n}" for n in K.paper_datasets("hadw"))
     assert (("DigitalLearningGmbH/MATH-lighteval", "default"), "train", "/cache") in asked
     assert (("HuggingFaceH4/MATH-500",), "test", "/cache") in asked
     assert (("yentinglin/aime_2025",), "train", "/cache") in asked
-    assert len(asked) == len(data.PAPERS["hadw"])  # aime24 is DGPO-only
+    assert len(asked) == len(K.paper_datasets("hadw"))  # aime24 is DGPO-only
     assert [r["reward_model"]["ground_truth"] for r in _rows(tmp_path / "hadw" / "aime25.parquet")] == ["70", "21"]
 
 
@@ -186,12 +189,12 @@ def test_reward_per_dataset_through_verls_loader(tmp_path, no_hub, inline_math_v
     prepared fixture row is right when the response boxes its answer and wrong otherwise."""
     from verl.trainer.ppo.reward import get_custom_reward_fn
 
-    from verl_hadw.configs import compose_run
+    from verl_hadw.repro.compose import compose_run
 
     data.prepare(tmp_path, ["hadw", "dgpo"], dict(s.split("=", 1) for s in SOURCES), log=lambda *_: None)
     for run, paper in (("hadw_t1_qwen3_4b_dapo", "hadw"), ("dgpo_t1_grpo", "dgpo")):
         score = get_custom_reward_fn(compose_run(run))
-        for name in data.PAPERS[paper]:
+        for name in K.paper_datasets(paper):
             for row in _rows(tmp_path / paper / f"{name}.parquet"):
                 gt = row["reward_model"]["ground_truth"]
                 right = score(data_source=name, solution_str=f"Reasoning... \\boxed{{{gt}}}", ground_truth=gt,

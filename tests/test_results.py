@@ -8,7 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from verl_hadw import cli, results
+from verl_hadw import cli
+from verl_hadw.repro import results
 
 HADW = ("math500", "aime25", "amc23", "minerva", "olympiadbench")
 DGPO = ("aime24", "aime25", "amc23", "math500", "minerva", "olympiadbench")

@@ -1,4 +1,4 @@
-"""verl_hadw.sim: determinism, verl's batch layout, advantages identical to verl's compute_advantage, the
+"""verl_hadw.research.sim: determinism, verl's batch layout, advantages identical to verl's compute_advantage, the
 policy-gradient step, the optimisers' λ behaviour, aggregation, and the ``verl-hadw simulate`` command."""
 
 import csv
@@ -15,11 +15,11 @@ from verl.trainer.ppo.ray_trainer import compute_advantage
 from verl.utils.skip.skip_manager import SkipManager
 
 from verl_hadw import anchor_client, metrics
-from verl_hadw.config import parse_dgpo, parse_hadw
-from verl_hadw.sim.env import Policy, Population, policy_loss, sample_rollout
-from verl_hadw.sim.methods import METHODS, SUITES, resolve
-from verl_hadw.sim.report import summarise
-from verl_hadw.sim.runner import run_many, run_one
+from verl_hadw.options import parse_dgpo, parse_hadw
+from verl_hadw.research.sim.env import Policy, Population, policy_loss, sample_rollout
+from verl_hadw.research.sim.methods import METHODS, SUITES, resolve
+from verl_hadw.research.sim.report import summarise
+from verl_hadw.research.sim.runner import run_many, run_one
 
 
 # ------------------------------------------------------------------------------------- determinism

@@ -16,7 +16,7 @@ from verl.utils.skip.skip_manager import SkipManager
 from verl.utils.tracking import Tracking
 
 from verl_hadw import anchor_client, metrics
-from verl_hadw.config import parse_hadw
+from verl_hadw.options import parse_hadw
 from verl_hadw.estimators import compute_dgpo_outcome_advantage, compute_hadw_outcome_advantage
 
 SCORES = [1, 0, 0, 0, 1, 1, 1, 0, 1, 1, 0, 0, 0]
@@ -113,7 +113,7 @@ def test_core_modules_import_without_torch_ray_or_files():
         "opened = []\n"
         "real_open = builtins.open\n"
         "builtins.open = lambda *a, **k: (opened.append(a[0]), real_open(*a, **k))[1]\n"
-        "import verl_hadw.config, verl_hadw.anchor\n"
+        "import verl_hadw.options, verl_hadw.anchor\n"
         "print(sorted(m for m in ('torch', 'ray', 'verl') if m in sys.modules), opened)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()

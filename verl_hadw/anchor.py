@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field, replace
 
-from verl_hadw.config import AnchorConfig
+from verl_hadw.options import AnchorConfig
 
 __all__ = ["AnchorState", "AnchorView", "AnchorStepError", "population_std"]
 

@@ -12,8 +12,8 @@ import logging
 import warnings
 
 from verl_hadw.anchor import AnchorView
-from verl_hadw.anchor_actor import make_backend, view_from_dict
-from verl_hadw.config import AnchorConfig, HadwConfig
+from verl_hadw.anchor_store import make_backend, view_from_dict
+from verl_hadw.options import AnchorConfig, HadwConfig
 
 __all__ = [
     "observe",

@@ -20,7 +20,7 @@ import os
 from verl.trainer.ppo.checkpoint_callback import CheckpointCallback
 
 from verl_hadw import anchor_client, metrics
-from verl_hadw.config import ConfigError, parse_dgpo, parse_hadw
+from verl_hadw.options import ConfigError, parse_dgpo, parse_hadw
 
 __all__ = ["HadwCheckpointCallback", "STATE_FILE", "resolve_resume_dir", "validate_config"]
 

@@ -13,7 +13,7 @@ import torch
 from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, register_adv_est
 
 from verl_hadw import anchor_client, metrics
-from verl_hadw.config import DgpoConfig, HadwConfig, parse_dgpo, parse_hadw
+from verl_hadw.options import DgpoConfig, HadwConfig, parse_dgpo, parse_hadw
 from verl_hadw.groups import Batch, accuracy_of, group_reduce, group_sum, prepare_batch
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""verl_hadw.analysis: the paper's Tables 4-6 and Corollaries 1-3, Monte-Carlo checks of every formula,
+"""verl_hadw.research.theory: the paper's Tables 4-6 and Corollaries 1-3, Monte-Carlo checks of every formula,
 Theorem 4's continuous-reward bias, Theorem 3's λ interval against the real estimator, DGPO Theorems 1-2
 against the real estimators, and the ``verl-hadw theory`` command."""
 
@@ -11,7 +11,8 @@ from scipy import stats
 from verl import DataProto
 from verl.trainer.ppo.ray_trainer import compute_advantage
 
-from verl_hadw import analysis as A
+from verl_hadw.research import theory as A
+from verl_hadw.research.lambda_range import lambda_interval
 from verl_hadw.estimators import compute_dgpo_outcome_advantage, compute_hadw_outcome_advantage
 
 
@@ -157,7 +158,7 @@ def _hadw_row_advantages(k, G, lam, anchor):
 @pytest.mark.parametrize("k, anchor", [(2, 0.5), (1, 0.4), (3, 0.6), (6, 0.5), (7, 0.45)])
 def test_lambda_interval_rectifies_the_real_estimators_advantage(k, anchor):
     G = 8
-    iv = A.lambda_interval(k / G, G, Delta=0.05, delta=0.05, eps=0.05, anchor=anchor)
+    iv = lambda_interval(k / G, G, Delta=0.05, delta=0.05, eps=0.05, anchor=anchor)
     assert iv.feasible and iv.c_range[0] < iv.c_range[1]
     p_grid = np.linspace(*iv.p_range, 41)
     p_hat = k / G
@@ -176,17 +177,17 @@ def test_lambda_interval_rectifies_the_real_estimators_advantage(k, anchor):
 
 def test_lambda_interval_confidence_bound_and_infeasible_cases():
     G, k, delta = 8, 2, 0.05
-    iv = A.lambda_interval(k / G, G, Delta=0.05, delta=delta, eps=0.05, anchor=0.5)
+    iv = lambda_interval(k / G, G, Delta=0.05, delta=delta, eps=0.05, anchor=0.5)
     p_lo = iv.p_range[0]
     pmf = stats.binom.pmf(np.arange(1, G), G, p_lo)
     assert pmf[k - 1:].sum() / pmf.sum() == pytest.approx(delta, abs=1e-9)  # P(R >= k | S; p_lo) = δ
     assert iv.p_range[1] == pytest.approx(0.2)  # min(0.5 - Δ, p̂ - ε)
     assert (iv.lo, iv.hi) == pytest.approx((0.7788, 0.8826), abs=1e-4)  # the CLI's table row
-    assert not A.lambda_interval(0.25, 8, eps=0.05, anchor=0.25).feasible  # p̂ = anchor: Φ = λ for both
-    assert not A.lambda_interval(0.5, 8, Delta=0.05, eps=0.05).feasible  # moderate p̂ with a 0.5 anchor
-    assert not A.lambda_interval(0.375, 8, Delta=0.05, delta=0.5, eps=0.3).feasible  # δ rules out p < 0.075
+    assert not lambda_interval(0.25, 8, eps=0.05, anchor=0.25).feasible  # p̂ = anchor: Φ = λ for both
+    assert not lambda_interval(0.5, 8, Delta=0.05, eps=0.05).feasible  # moderate p̂ with a 0.5 anchor
+    assert not lambda_interval(0.375, 8, Delta=0.05, delta=0.5, eps=0.3).feasible  # δ rules out p < 0.075
     with pytest.raises(ValueError, match="k/G"):
-        A.lambda_interval(0.3, 8)
+        lambda_interval(0.3, 8)
 
 
 # ------------------------------------------------------------------------ DGPO Theorems 1-2

@@ -20,64 +20,22 @@ are obtained in one validation pass). Training files must not carry it: verl wou
 
 from __future__ import annotations
 
-import argparse
 import ast
 import json
 import re
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from verl_hadw.repro.catalogue import DATASETS, EVAL_SAMPLES, PAPERS, Dataset, paper_datasets
+
 __all__ = [
-    "DATASETS",
-    "PAPERS",
     "TEMPLATES",
-    "EVAL_SAMPLES",
     "DataSourceError",
     "load_records",
     "build_rows",
     "prepare",
-    "add_subcommand",
 ]
 
-
-@dataclass(frozen=True)
-class Dataset:
-    name: str
-    hf_repo: str
-    hf_split: str
-    hf_config: str | None = None
-    split: str = "test"  # train | test (what extra_info.split says)
-    expected_rows: int | None = None  # the full dataset's size, for a warning on partial copies
-
-
-DATASETS: dict[str, Dataset] = {
-    d.name: d
-    for d in (
-        # The papers' training set (HA-DW README, DGPO recipe): MATH, 7.5k questions with levels and subjects.
-        Dataset("math_train", "DigitalLearningGmbH/MATH-lighteval", "train", "default", "train", 7500),
-        # Evaluation sets: the DGPO authors' lighteval tasks (eval/custom_math_tasks.py) name these repos.
-        Dataset("math500", "HuggingFaceH4/MATH-500", "test", None, "test", 500),
-        Dataset("aime24", "HuggingFaceH4/aime_2024", "train", None, "test", 30),
-        Dataset("aime25", "yentinglin/aime_2025", "train", None, "test", 30),
-        Dataset("amc23", "knoveleng/AMC-23", "train", None, "test", 40),
-        Dataset("minerva", "knoveleng/Minerva-Math", "train", None, "test", 272),
-        Dataset("olympiadbench", "knoveleng/OlympiadBench", "train", None, "test", 675),
-    )
-}
-
-PAPERS: dict[str, tuple[str, ...]] = {
-    "hadw": ("math_train", "math500", "aime25", "amc23", "minerva", "olympiadbench"),
-    "dgpo": ("math_train", "math500", "aime24", "aime25", "amc23", "minerva", "olympiadbench"),
-}
-
-# Samples per evaluation prompt (__rollout_n__). HA-DW: avg@16 on AIME25 and AMC23 (paper); 4 elsewhere is our
-# choice (the paper is silent). DGPO: 32 on AIME24/AIME25/AMC23 and 4 on the others (§4.1, App. F).
-EVAL_SAMPLES: dict[str, dict[str, int]] = {
-    "hadw": {"math500": 4, "aime25": 16, "amc23": 16, "minerva": 4, "olympiadbench": 4},
-    "dgpo": {"aime24": 32, "aime25": 32, "amc23": 32, "math500": 4, "minerva": 4, "olympiadbench": 4},
-}
 
 HADW_SUFFIX = "Let's think step by step and output the final answer within \\boxed{}."
 DGPO_SYSTEM = "Please reason step by step, and put your final answer within \\boxed{}."
@@ -354,7 +312,7 @@ def prepare(
     unknown = sorted(set(sources) - set(DATASETS))
     if unknown:
         raise DataSourceError(f"--source for unknown dataset(s) {unknown}; known: {', '.join(DATASETS)}")
-    wanted = [n for n in DATASETS if any(n in PAPERS[p] for p in papers)]
+    wanted = [n for n in DATASETS if any(n in paper_datasets(p) for p in papers)]
     if only:
         only = list(only)
         bad = sorted(set(only) - set(DATASETS))
@@ -371,7 +329,7 @@ def prepare(
         raise DataSourceError(f"{len(errors)} dataset(s) could not be loaded:\n  - " + "\n  - ".join(errors))
     written = {}
     for paper in papers:
-        for name in PAPERS[paper]:
+        for name in paper_datasets(paper):
             if name not in loaded:
                 continue
             records, origin = loaded[name]
@@ -383,47 +341,3 @@ def prepare(
             note = "" if expected in (None, len(rows)) else f"  (the full dataset has {expected} rows)"
             log(f"[data] {path}: {len(rows)} rows from {origin}{note}")
     return written
-
-
-# ------------------------------------------------------------------------------------------------------ CLI
-def _parse_sources(items: list[str]) -> dict[str, str]:
-    sources = {}
-    for item in items:
-        name, sep, path = item.partition("=")
-        if not sep or not name or not path:
-            raise DataSourceError(f"--source expects NAME=PATH, got {item!r} (NAME one of: {', '.join(DATASETS)})")
-        sources[name.strip()] = path.strip()
-    return sources
-
-
-def data_main(args: argparse.Namespace) -> int:
-    if args.list:
-        for ds in DATASETS.values():
-            used = [p for p in PAPERS if ds.name in PAPERS[p]]
-            print(f"{ds.name:14s} hf://{ds.hf_repo} [{ds.hf_split}]  papers: {', '.join(used)}")
-        return 0
-    try:
-        papers = list(PAPERS) if args.paper == "all" else [args.paper]
-        written = prepare(args.out, papers, _parse_sources(args.source), args.only, args.hf_cache)
-    except DataSourceError as exc:
-        print(f"verl-hadw data: {exc}", file=sys.stderr)
-        return 2
-    print(f"[data] {len(written)} files under {Path(args.out).resolve()}; point the configs at it with "
-          f"VERL_HADW_DATA={Path(args.out).resolve()} (or paths.data=...)")
-    return 0
-
-
-def add_subcommand(sub) -> None:
-    p = sub.add_parser(
-        "data",
-        help="prepare MATH train and the evaluation sets as verl parquet (local files or Hugging Face)",
-        description=__doc__.split("\n\n")[1],
-    )
-    p.add_argument("--out", default="data", help="output directory (default: ./data)")
-    p.add_argument("--paper", default="all", choices=["all", *PAPERS], help="which paper's files (default: all)")
-    p.add_argument("--source", action="append", default=[], metavar="NAME=PATH",
-                   help="local copy of a dataset (parquet/jsonl/json/csv file or directory); repeatable")
-    p.add_argument("--only", nargs="+", metavar="NAME", help="prepare only these datasets")
-    p.add_argument("--hf-cache", help="Hugging Face datasets cache directory")
-    p.add_argument("--list", action="store_true", help="list the datasets and their Hugging Face sources")
-    p.set_defaults(func=data_main)

@@ -1,13 +1,16 @@
-"""Synthetic-batch demo: verl's own ``compute_advantage`` and ``Tracking`` logger, no model.
+"""``verl-hadw demo``, synthetic batches: verl's own ``compute_advantage`` and ``Tracking`` logger, no model.
 
 Each step draws G rollouts for B prompts of graded difficulty from a policy whose skill rises, builds a
 verl ``DataProto`` (uids, token rewards, response masks, one padding row as verl's balancer adds), runs
 ``verl.trainer.ppo.ray_trainer.compute_advantage`` with the chosen estimator, and logs through a console
 ``verl.utils.tracking.Tracking`` exactly as the trainer does, so the hadw/* and dgpo/* metrics appear in
-verl's own log line. The real-trainer CPU demo replaces this once it lands.
+verl's own log line. The real-trainer demo is
+``scripts/demo_cpu.sh``.
 """
 
 from __future__ import annotations
+
+import argparse
 
 import numpy as np
 import torch
@@ -52,3 +55,16 @@ def run_demo(estimator: str = "hadw", steps: int = 12, seed: int = 0) -> None:
         adv = data.batch["advantages"]
         logger.log(data={"critic/advantages/max": float(adv.max()), "critic/advantages/min": float(adv.min())}, step=step)
     SkipManager.set_step(-1)
+
+
+def demo(args: argparse.Namespace) -> int:
+    run_demo(estimator=args.estimator, steps=args.steps, seed=args.seed)
+    return 0
+
+
+def add_subcommand(sub) -> None:
+    p = sub.add_parser("demo", help="push synthetic batches through verl's compute_advantage")
+    p.add_argument("--estimator", default="hadw", choices=["hadw", "dgpo", "grpo"])
+    p.add_argument("--steps", type=int, default=12)
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=demo)

@@ -12,40 +12,19 @@ comparisons and the controls as paired differences), ``summary.md`` (both tables
 
 from __future__ import annotations
 
-import argparse
 import csv
 import math
-import time
 from pathlib import Path
 
 import numpy as np
 
-from verl_hadw.plotting import pyplot, save_figure
-from verl_hadw.sim.config import SimConfig
-from verl_hadw.sim.methods import METHODS, SUITES, Method, resolve
+from verl_hadw.research.plotting import pyplot, save_figure
+from verl_hadw.research.sim.methods import METHODS, Method
 
-__all__ = ["add_arguments", "stack", "summarise", "write_outputs", "main"]
+__all__ = ["stack", "summarise", "write_outputs", "summary_markdown", "key_comparisons", "comparisons_markdown"]
 
 CURVE_FIELDS = ["acc_train", "acc_hard", "acc_heldout", "batch_acc", "anchor_prior", "anchor_posterior", "eta_t",
                 "phi_mean", "adv_abs_mean", "valid_group_frac"]  # fmt: skip
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """``verl-hadw simulate`` options (kept here so ``cli.py`` stays a few lines)."""
-    d = SimConfig()
-    parser.add_argument("--out", default="runs/sim", help="output directory for CSV and PNG (default: runs/sim)")
-    parser.add_argument("--suite", default="all", help=f"one of {', '.join(SUITES)}, or comma-separated method names")
-    parser.add_argument("--seeds", type=int, default=4, help="number of seeds (0..n-1)")
-    parser.add_argument("--steps", type=int, default=d.steps)
-    parser.add_argument("--workers", type=int, default=2, help="processes (1: in this process)")
-    parser.add_argument("--optimizer", choices=["sgd", "rms"], default=d.optimizer,
-                        help="sgd: λ is a step size; rms: scale-invariant like AdamW (a constant factor cancels)")
-    parser.add_argument("--batch-prompts", type=int, default=d.batch_prompts)
-    parser.add_argument("--prompts", type=int, default=d.prompts)
-    parser.add_argument("--lr-prompt", type=float, default=d.lr_prompt)
-    parser.add_argument("--lr-skill", type=float, default=d.lr_skill)
-    parser.add_argument("--no-plots", action="store_true")
-    parser.add_argument("--quiet", action="store_true", help="no per-run progress lines")
 
 
 # ------------------------------------------------------------------------------------------ aggregation
@@ -319,7 +298,7 @@ def plot_summary(rows, path: Path, title: str, reference: str = "grpo") -> Path 
 
 def write_outputs(records, methods, cfg, out_dir, plots: bool = True) -> tuple[list[dict], list[Path]]:
     """Write the CSV, Markdown and PNG files; returns (summary rows, written paths)."""
-    from verl_hadw.sim.runner import RECORD_FIELDS
+    from verl_hadw.research.sim.runner import RECORD_FIELDS
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -347,33 +326,3 @@ def write_outputs(records, methods, cfg, out_dir, plots: bool = True) -> tuple[l
             if made is not None:
                 paths.append(made)
     return rows, paths
-
-
-# ---------------------------------------------------------------------------------------------- command
-def main(args: argparse.Namespace) -> int:
-    """``verl-hadw simulate``."""
-    import warnings
-    from dataclasses import replace
-
-    from verl_hadw.sim.runner import run_many
-
-    # verl's optional-engine notices on import (CPU machine), as pytest.ini filters them
-    warnings.filterwarnings("ignore", message=r".* engine is not available", category=UserWarning)
-
-    methods = resolve(args.suite)
-    cfg = replace(SimConfig(), steps=args.steps, optimizer=args.optimizer, batch_prompts=args.batch_prompts,
-                  prompts=args.prompts, lr_prompt=args.lr_prompt, lr_skill=args.lr_skill)
-    print(f"verl-hadw simulate: {len(methods)} methods × {args.seeds} seeds, {cfg.steps} steps, {cfg.batch_prompts} "
-          f"prompts/step, optimizer {cfg.optimizer}, {args.workers} worker(s) -> {args.out}", flush=True)
-    start = time.perf_counter()
-    records = run_many(methods, range(args.seeds), cfg, workers=args.workers,
-                       progress=None if args.quiet else (lambda msg: print(msg, flush=True)))
-    elapsed = time.perf_counter() - start
-    rows, paths = write_outputs(records, methods, cfg, args.out, plots=not args.no_plots)
-    print(summary_markdown(rows))
-    print()
-    print(comparisons_markdown(key_comparisons(records)))
-    for p in paths:
-        print(f"wrote {p}")
-    print(f"simulated {len(methods) * args.seeds} runs in {elapsed:.1f} s")
-    return 0

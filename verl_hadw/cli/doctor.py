@@ -1,4 +1,4 @@
-"""``verl-hadw`` command line: ``doctor`` (is the plugin wired into verl?) and ``demo`` (synthetic steps)."""
+"""``verl-hadw doctor``: is the plugin wired into verl (version, entry point, registration, Ray)?"""
 
 from __future__ import annotations
 
@@ -56,50 +56,5 @@ def doctor(_args: argparse.Namespace) -> int:
     return 0 if not problems else 1
 
 
-def demo(args: argparse.Namespace) -> int:
-    from verl_hadw.demo import run_demo
-
-    run_demo(estimator=args.estimator, steps=args.steps, seed=args.seed)
-    return 0
-
-
-def theory(args: argparse.Namespace) -> int:
-    from verl_hadw.analysis import main as run_theory
-
-    return run_theory(args)
-
-
-def simulate(args: argparse.Namespace) -> int:
-    from verl_hadw.sim.report import main as run_simulation
-
-    return run_simulation(args)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="verl-hadw", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+def add_subcommand(sub) -> None:
     sub.add_parser("doctor", help="check that verl sees the hadw/dgpo estimators").set_defaults(func=doctor)
-    p = sub.add_parser("demo", help="push synthetic batches through verl's compute_advantage")
-    p.add_argument("--estimator", default="hadw", choices=["hadw", "dgpo", "grpo"])
-    p.add_argument("--steps", type=int, default=12)
-    p.add_argument("--seed", type=int, default=0)
-    p.set_defaults(func=demo)
-    p = sub.add_parser("theory", help="bias theory: the paper's Tables 4-6 and Corollary 1 beside ours, PNG plots")
-    p.add_argument("--out", default="runs/theory", help="directory for bias.png and dgpo_update_magnitude.png")
-    p.add_argument("--no-plots", action="store_true")
-    p.set_defaults(func=theory)
-    p = sub.add_parser("simulate", help="RLVR simulator: grpo / hadw / dgpo learning curves (CSV, PNG)")
-    from verl_hadw.sim.report import add_arguments as simulate_arguments  # light: numpy only
-
-    simulate_arguments(p)
-    p.set_defaults(func=simulate)
-    from verl_hadw import configs, data, results  # paper reproductions: configs / data / results subcommands
-
-    for module in (configs, data, results):
-        module.add_subcommand(sub)
-    args = parser.parse_args(argv)
-    return args.func(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from verl_hadw.sim.config import SimConfig
+from verl_hadw.research.sim.config import SimConfig
 
 __all__ = ["SimConfig", "Population", "Policy", "Rollout", "sample_rollout", "to_dataproto", "policy_loss"]
 

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from verl_hadw import configs as C
+from verl_hadw.repro import catalogue as K
+from verl_hadw.repro import compose as C
 
 pytestmark = pytest.mark.filterwarnings("ignore:Disabled critic as algorithm.adv_estimator != gae")
 
@@ -47,22 +48,22 @@ def _flat(cfg) -> dict:
 # ------------------------------------------------------------------------------------------- catalogue
 def test_run_files_are_exactly_the_catalogue():
     assert C.config_dir() == ROOT / "configs"
-    assert set(RUN_FILES) == set(C.run_names()) | set(C.ALIASES)
+    assert set(RUN_FILES) == set(K.run_names()) | set(K.ALIASES)
     # the issue's run counts: HA-DW Table 1 has 18 runs, 28 distinct trainings in all; DGPO 13 trainings + the base
-    assert len([r for r in C.run_names("hadw") if r.startswith("hadw_t1_")]) == 18
-    assert len(C.run_names("hadw")) == 28 and len(C.run_names("dgpo")) == 14
-    plan = C.plan("dgpo")
+    assert len([r for r in K.run_names("hadw") if r.startswith("hadw_t1_")]) == 18
+    assert len(K.run_names("hadw")) == 28 and len(K.run_names("dgpo")) == 14
+    plan = K.plan("dgpo")
     assert plan[0] == ("eval", "dgpo_t1_base") and ("train", "dgpo_t1_base") not in plan
     assert all(("eval", r) in plan and plan.index(("train", r)) < plan.index(("eval", r))
-               for r in C.run_names("dgpo") if r not in C.EVAL_ONLY)
-    assert [a for a, _ in C.plan("hadw")] == ["train"] * 28
+               for r in K.run_names("dgpo") if r not in K.EVAL_ONLY)
+    assert [a for a, _ in K.plan("hadw")] == ["train"] * 28
 
 
 @pytest.mark.parametrize("run", RUN_FILES)
 def test_yaml_comment_quotes_the_catalogue(run):
     """The 'Paper:' line of each run file states the catalogue's numbers (one source of truth)."""
     text = (ROOT / "configs" / f"{run}.yaml").read_text()
-    rows = [(t, r) for t in C.TABLES for r in t.rows if r.run == C.ALIASES.get(run, run)]
+    rows = [(t, r) for t in K.TABLES for r in t.rows if r.run == K.ALIASES.get(run, run)]
     assert rows, run
     table, row = rows[0]
     quoted = re.search(r"^# Paper: (.*)$", text, re.M)
@@ -88,8 +89,8 @@ def test_run_passes_verl_main_ppo_checks_and_plugin(run, composed, capsys):
     assert "${" not in str(record["ray_init"])  # what ray.init receives is fully literal
     assert resolved.trainer.checkpoint_callback_class == "verl_hadw.callback.HadwCheckpointCallback"
     assert resolved.algorithm.hadw.state_key == f"{resolved.trainer.project_name}/{resolved.trainer.experiment_name}"
-    assert resolved.trainer.experiment_name == C.ALIASES.get(run, run)
-    assert resolved.trainer.project_name == C.paper_of(run)
+    assert resolved.trainer.experiment_name == K.ALIASES.get(run, run)
+    assert resolved.trainer.project_name == K.paper_of(run)
     assert resolved.trainer.default_local_dir == f"{resolved.paths.run_dir}/checkpoints"
     assert resolved.reward.custom_reward_function.path == "pkg://verl_hadw.reward"
 
@@ -102,11 +103,11 @@ def test_eval_layer_composes_and_validates(run, paper, capsys):
     assert resolved.trainer.val_only is True and resolved.trainer.resume_mode == "auto"
     if paper == "dgpo":
         # all six benchmarks; prompt + completion = 4096 = Qwen2.5-Math-7B's context (lighteval max_model_length)
-        assert [Path(f).stem for f in resolved.data.val_files] == list(C.BENCHMARKS["dgpo"])
+        assert [Path(f).stem for f in resolved.data.val_files] == list(K.BENCHMARKS["dgpo"])
         assert resolved.data.max_prompt_length + resolved.data.max_response_length == 4096
         assert resolved.actor_rollout_ref.rollout.response_length == 3072
     else:
-        assert [Path(f).stem for f in resolved.data.val_files] == list(C.BENCHMARKS["hadw"])
+        assert [Path(f).stem for f in resolved.data.val_files] == list(K.BENCHMARKS["hadw"])
 
 
 def test_validation_catches_a_broken_override():
@@ -241,7 +242,7 @@ def test_run_differs_from_its_baseline_only_where_the_paper_does(run, baseline, 
     a, b = _flat(composed[run]), _flat(composed[baseline])
     differing = {k for k in a.keys() | b.keys() if a.get(k, "<absent>") != b.get(k, "<absent>")}
     expected = set(changed)
-    if C.ALIASES.get(run, run) != baseline:
+    if K.ALIASES.get(run, run) != baseline:
         expected.add("trainer.experiment_name")
     assert differing == expected
 
@@ -268,7 +269,7 @@ def test_configs_ship_in_a_regular_wheel(tmp_path):
         assert path in names
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
-    code = "from verl_hadw.configs import config_dir; print(config_dir())"
+    code = "from verl_hadw.repro.compose import config_dir; print(config_dir())"
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
                          env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"})
     assert out.returncode == 0, out.stderr

@@ -15,9 +15,9 @@ def pyplot():
     return plt
 
 
-def save_figure(fig, path, dpi: int) -> Path:
-    """Lay out, write ``fig`` as a PNG at ``path`` (creating its folder) and free it."""
-    fig.tight_layout()
+def save_figure(fig, path, dpi: int, rect=None) -> Path:
+    """Lay out (within ``rect``, if given), write ``fig`` as a PNG at ``path`` (creating its folder), free it."""
+    fig.tight_layout(rect=rect)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=dpi)

@@ -10,7 +10,7 @@ even on one long-lived cluster. Ray is imported only when an actor is needed.
 from __future__ import annotations
 
 from verl_hadw.anchor import AnchorState, AnchorView
-from verl_hadw.config import AnchorConfig
+from verl_hadw.options import AnchorConfig
 
 __all__ = ["AnchorService", "LocalBackend", "RayBackend", "actor_name"]
 

@@ -1,7 +1,7 @@
 import pytest
 from omegaconf import OmegaConf
 
-from verl_hadw.config import AnchorConfig, ConfigError, DgpoConfig, HadwConfig, parse_dgpo, parse_hadw
+from verl_hadw.options import AnchorConfig, ConfigError, DgpoConfig, HadwConfig, parse_dgpo, parse_hadw
 
 
 def test_defaults_from_missing_nodes():

@@ -12,20 +12,18 @@ per-prompt mean over N samples: avg@N); MATH500 by level comes from ``val-aux/ma
 ``acc_easy|mid|hard`` (logged by ``verl_hadw.reward``). A run's reported numbers are its last validation step
 (``--step`` picks another); when ``<run>/eval/`` holds logs (``scripts/train.sh <run> --eval``, DGPO's final
 evaluation) those win over the in-training validation. The run is identified by the directory name (verl's
-``trainer.experiment_name``) and matched to the paper rows of ``verl_hadw.configs.TABLES``.
+``trainer.experiment_name``) and matched to the paper rows of ``verl_hadw.repro.catalogue.TABLES``.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import re
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from verl_hadw.configs import (
+from verl_hadw.repro.catalogue import (
     ALIASES,
     BENCHMARK_NAMES,
     BENCHMARKS,
@@ -34,7 +32,7 @@ from verl_hadw.configs import (
     Table,
 )
 
-__all__ = ["RunResult", "read_run", "load_scalars", "paper_tables", "level_table", "plot", "add_subcommand"]
+__all__ = ["RunResult", "read_run", "load_scalars", "paper_tables", "level_table", "render", "other_runs_table", "ResultsError"]
 
 VAL_RE = re.compile(r"^val-(?:core|aux)/(?P<ds>[^/]+)/(?P<var>[^/]+)/mean@(?P<n>\d+)$")
 CONSOLE_RE = re.compile(r"step:(?P<step>\d+) - (?P<rest>.*)$")
@@ -275,75 +273,7 @@ def _fmt(frame, digits: int) -> str:
     return frame.to_string(index=False, na_rep="-", float_format=lambda v: f"{v:.{digits}f}")
 
 
-# ------------------------------------------------------------------------------------------------ plot
-def plot(results: dict[str, RunResult], path: str | Path) -> Path:
-    """Validation accuracy vs step: one panel per benchmark (and AVG), one line per run, the paper's number
-    dashed in the run's colour."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    order = [b for paper in ("hadw", "dgpo") for b in BENCHMARKS[paper]]
-    names = sorted({ds for r in results.values() for ds in (*r.curves.columns, *r.final)},
-                   key=lambda d: (order.index(d) if d in order else 99, d))
-    paper_values = {}
-    for table in TABLES:
-        for row in table.rows:
-            exp = _experiment(row.run)
-            for ds, value in zip(BENCHMARKS[table.paper], row.paper):
-                if value is not None:
-                    paper_values.setdefault((exp, ds), value)
-    panels = names + ["AVG"]
-    cols = min(3, len(panels))
-    rows = math.ceil(len(panels) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows), squeeze=False)
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for i, (name, result) in enumerate(sorted(results.items())):
-        color = colors[i % len(colors)]
-        for j, ds in enumerate(panels):
-            ax = axes[j // cols][j % cols]
-            bench = BENCHMARKS.get(name.split("_", 1)[0])
-            if ds == "AVG":
-                # the paper's AVG: the mean over its benchmarks, at steps where all of them were validated
-                have = bench is not None and all(b in result.curves for b in bench)
-                series = result.curves[list(bench)].dropna().mean(axis=1) if have else None
-                final = _average([result.final.get(b) for b in bench]) if bench else float("nan")
-            else:
-                series = result.curves[ds].dropna() if ds in result.curves else None
-                final = result.final.get(ds, float("nan"))
-            if series is not None and len(series):
-                ax.plot(series.index, series.values, marker="o", ms=3, color=color, label=name)
-            if result.source == "eval" and not math.isnan(final):
-                # the final evaluation pass (<run>/eval/): one star at the evaluated step
-                ax.plot([result.step], [final], marker="*", ms=12, color=color, ls="none")
-            if ds == "AVG" and bench is not None:
-                row = next((r for t in TABLES for r in t.rows if _experiment(r.run) == name and r.paper_avg), None)
-                if row is not None:
-                    ax.axhline(row.paper_avg, color=color, ls="--", lw=1)
-            elif (name, ds) in paper_values:
-                ax.axhline(paper_values[(name, ds)], color=color, ls="--", lw=1)
-    for j, ds in enumerate(panels):
-        ax = axes[j // cols][j % cols]
-        ax.set_title(BENCHMARK_NAMES.get(ds, ds) + (" (over the paper's benchmarks)" if ds == "AVG" else ""))
-        ax.set_xlabel("step")
-        ax.set_ylabel("accuracy (%)")
-        ax.grid(alpha=0.3)
-    for j in range(len(panels), rows * cols):
-        axes[j // cols][j % cols].axis("off")
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    if handles:
-        fig.legend(handles, labels, loc="lower center", ncol=min(3, len(labels)), fontsize=8)
-    fig.suptitle("Validation accuracy (dashed: the paper's number; star: final evaluation pass)")
-    fig.tight_layout(rect=(0, 0.06 + 0.02 * math.ceil(len(labels) / 3), 1, 0.96))
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
-
-
-# -------------------------------------------------------------------------------------------------- CLI
+# ---------------------------------------------------------------------------------------------- render
 def render(results: dict[str, RunResult]) -> str:
     lines = []
     for name, r in results.items():
@@ -361,44 +291,3 @@ def render(results: dict[str, RunResult]) -> str:
         if gain:
             lines.append(gain)
     return "\n".join(lines)
-
-
-def results_main(args: argparse.Namespace) -> int:
-    try:
-        results: dict[str, RunResult] = {}
-        for d in args.run_dirs:
-            result = read_run(d, args.step)
-            if result.name in results:
-                raise ResultsError(f"two run directories are named {result.name!r}: {results[result.name].path}, {d}")
-            results[result.name] = result
-    except ResultsError as exc:
-        print(f"verl-hadw results: {exc}", file=sys.stderr)
-        return 2
-    print(render(results))
-    if args.csv:
-        import pandas as pd
-
-        frames = [frame.assign(table=table.key) for table, frame in paper_tables(results)]
-        others = other_runs_table(results)
-        if others is not None:
-            frames.append(others.assign(table="other"))
-        Path(args.csv).parent.mkdir(parents=True, exist_ok=True)
-        pd.concat(frames, ignore_index=True).to_csv(args.csv, index=False)
-        print(f"\n[results] table written to {args.csv}")
-    if not args.no_plot:
-        print(f"[results] plot written to {plot(results, args.plot)}")
-    return 0
-
-
-def add_subcommand(sub) -> None:
-    p = sub.add_parser(
-        "results",
-        help="paper-style tables (ours beside the paper's numbers) and a plot from verl run logs",
-        description=__doc__.split("\n\n")[0],
-    )
-    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories (e.g. runs/hadw/<experiment>)")
-    p.add_argument("--step", type=int, help="report the last validation at or before this step (default: last)")
-    p.add_argument("--plot", default="results.png", help="plot path (default: results.png)")
-    p.add_argument("--no-plot", action="store_true", help="do not write the plot")
-    p.add_argument("--csv", help="also write the tables as CSV")
-    p.set_defaults(func=results_main)

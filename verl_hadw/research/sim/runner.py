@@ -19,9 +19,9 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from verl_hadw.sim.config import SimConfig
-from verl_hadw.sim.env import Policy, Population, policy_loss, sample_rollout, to_dataproto
-from verl_hadw.sim.methods import Method
+from verl_hadw.research.sim.config import SimConfig
+from verl_hadw.research.sim.env import Policy, Population, policy_loss, sample_rollout, to_dataproto
+from verl_hadw.research.sim.methods import Method
 
 __all__ = ["RECORD_FIELDS", "run_one", "run_many", "state_key"]
 

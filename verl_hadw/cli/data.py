@@ -1,0 +1,53 @@
+"""``verl-hadw data``: MATH train and the evaluation sets -> verl parquet files (see ``verl_hadw.repro.data``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from verl_hadw.repro.catalogue import DATASETS, PAPERS, paper_datasets
+from verl_hadw.repro.data import DataSourceError, prepare
+from verl_hadw.repro import data as _data
+
+def _parse_sources(items: list[str]) -> dict[str, str]:
+    sources = {}
+    for item in items:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise DataSourceError(f"--source expects NAME=PATH, got {item!r} (NAME one of: {', '.join(DATASETS)})")
+        sources[name.strip()] = path.strip()
+    return sources
+
+
+def data_main(args: argparse.Namespace) -> int:
+    if args.list:
+        for ds in DATASETS.values():
+            used = [p for p in PAPERS if ds.name in paper_datasets(p)]
+            print(f"{ds.name:14s} hf://{ds.hf_repo} [{ds.hf_split}]  papers: {', '.join(used)}")
+        return 0
+    try:
+        papers = list(PAPERS) if args.paper == "all" else [args.paper]
+        written = prepare(args.out, papers, _parse_sources(args.source), args.only, args.hf_cache)
+    except DataSourceError as exc:
+        print(f"verl-hadw data: {exc}", file=sys.stderr)
+        return 2
+    print(f"[data] {len(written)} files under {Path(args.out).resolve()}; point the configs at it with "
+          f"VERL_HADW_DATA={Path(args.out).resolve()} (or paths.data=...)")
+    return 0
+
+
+def add_subcommand(sub) -> None:
+    p = sub.add_parser(
+        "data",
+        help="prepare MATH train and the evaluation sets as verl parquet (local files or Hugging Face)",
+        description=_data.__doc__.split("\n\n")[1],
+    )
+    p.add_argument("--out", default="data", help="output directory (default: ./data)")
+    p.add_argument("--paper", default="all", choices=["all", *PAPERS], help="which paper's files (default: all)")
+    p.add_argument("--source", action="append", default=[], metavar="NAME=PATH",
+                   help="local copy of a dataset (parquet/jsonl/json/csv file or directory); repeatable")
+    p.add_argument("--only", nargs="+", metavar="NAME", help="prepare only these datasets")
+    p.add_argument("--hf-cache", help="Hugging Face datasets cache directory")
+    p.add_argument("--list", action="store_true", help="list the datasets and their Hugging Face sources")
+    p.set_defaults(func=data_main)

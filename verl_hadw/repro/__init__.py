@@ -1,0 +1,1 @@
+"""The paper-reproduction kit: catalogue, config composition, data, reward, results (``[repro]`` extra)."""

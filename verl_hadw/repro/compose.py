@@ -1,0 +1,157 @@
+"""Where the paper-reproduction configs live and how a run composes, exactly as verl's ``main_ppo`` would.
+
+The YAMLs live in the checkout's ``configs/`` and ship as the data package ``verl_hadw_configs`` (setup.py), so
+:func:`config_dir` finds them in editable and regular installs. Every run composes over verl's own
+``ppo_trainer`` (``hydra.searchpath: [pkg://verl.trainer.config]`` in each run file) and is launched with::
+
+    python -m verl.trainer.main_ppo --config-path=$(verl-hadw configs) --config-name=<run> [overrides]
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+__all__ = ["config_dir", "verl_config_dir", "available_runs", "describe", "compose_run", "run_dir", "validate_like_main_ppo"]
+
+# --------------------------------------------------------------------------------------------- locations
+def config_dir() -> Path:
+    """Directory holding the run YAMLs (``--config-path`` for verl's ``main_ppo``).
+
+    ``$VERL_HADW_CONFIGS`` if set; else the ``verl_hadw_configs`` data package (the checkout's ``configs/`` in an
+    editable install, ``site-packages/verl_hadw_configs`` in a regular one); else ``configs/`` next to this
+    package (a source tree on ``PYTHONPATH`` without installing).
+    """
+    env = os.environ.get("VERL_HADW_CONFIGS")
+    if env:
+        path = Path(env).expanduser().resolve()
+        if not path.is_dir():
+            raise FileNotFoundError(f"VERL_HADW_CONFIGS={env!r} is not a directory")
+        return path
+    spec = importlib.util.find_spec("verl_hadw_configs")
+    if spec is not None and spec.origin:
+        return Path(spec.origin).resolve().parent
+    checkout = Path(__file__).resolve().parent.parent / "configs"
+    if (checkout / "hadw" / "base.yaml").is_file():
+        return checkout
+    raise FileNotFoundError(
+        "verl-hadw's configs were not found: reinstall the package (pip install -e . or pip install .) so the "
+        "verl_hadw_configs data package exists, or set VERL_HADW_CONFIGS=/path/to/verl-hadw/configs"
+    )
+
+
+def verl_config_dir() -> Path:
+    """verl's ``trainer/config`` directory, located without importing verl (``import verl`` costs seconds)."""
+    spec = importlib.util.find_spec("verl")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("verl is not installed: pip install verl==0.9.1")
+    path = Path(list(spec.submodule_search_locations)[0]) / "trainer" / "config"
+    if not (path / "ppo_trainer.yaml").is_file():
+        raise FileNotFoundError(f"{path} has no ppo_trainer.yaml: is verl 0.9.1 installed?")
+    return path
+
+
+def available_runs() -> list[str]:
+    """Run config names present in :func:`config_dir` (top-level YAMLs)."""
+    return sorted(p.stem for p in config_dir().glob("*.yaml"))
+
+
+def describe(run: str) -> str:
+    """The first comment line of a run file (its one-line description)."""
+    for line in (config_dir() / f"{run}.yaml").read_text(encoding="utf-8").splitlines():
+        if line.startswith("#"):
+            return line.lstrip("# ").strip()
+    return ""
+
+
+def compose_run(run: str, overrides: list[str] | tuple[str, ...] = (), *, fast: bool = True):
+    """Compose ``run`` exactly as ``main_ppo --config-path=config_dir() --config-name=run overrides`` does.
+
+    ``fast`` points Hydra's search path at verl's config directory as a file path instead of the run file's
+    ``pkg://verl.trainer.config`` (same files; it only avoids importing verl). Returns the DictConfig (struct).
+    """
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
+
+    directory = config_dir()
+    if not (directory / f"{run}.yaml").is_file():
+        known = ", ".join(available_runs())
+        raise ValueError(f"no run config {run!r} in {directory}. Known runs: {known}")
+    extra = [f"hydra.searchpath=[file://{verl_config_dir()}]"] if fast else []
+    try:
+        with initialize_config_dir(config_dir=str(directory), version_base=None, job_name=run):
+            return compose(config_name=run, overrides=[*overrides, *extra])
+    except HydraException as exc:
+        raise ValueError(f"composing {run!r} with overrides {list(overrides)} failed: {exc}") from exc
+
+
+def run_dir(run: str, overrides=()) -> str:
+    """The run's output directory (``paths.run_dir``: checkpoints/, tensorboard/, metrics/, logs/, eval/)."""
+    return str(compose_run(run, overrides).paths.run_dir)
+
+
+# ------------------------------------------------------------------------------------------- validation
+def validate_like_main_ppo(config, deep: bool = False) -> dict:
+    """Run on ``config`` the checks verl 0.9.1's ``main_ppo`` makes in the ``python -m`` process, then the
+    first steps of its TaskRunner (resolve the config, build the plugin's checkpoint callback checks).
+
+    verl's own ``main`` body is executed (``main_ppo.main.__wrapped__``: ``auto_set_device``, ``validate_config``
+    with ``need_reference_policy``/``need_critic``, ``run_ppo`` up to ``ray.init``); only the parts that need a
+    Ray cluster or GPUs are stubbed: ``ray.init`` records its kwargs, the TaskRunner actor is replaced by an
+    in-process runner that does what ``TaskRunnerV1.run`` does before building the trainer (``OmegaConf.resolve``,
+    ``get_trainer_cls``) plus ``verl_hadw.callback.validate_config`` (what ``HadwCheckpointCallback`` runs at
+    trainer construction); ``deep`` adds verl's worker-side conversion of the rollout config to
+    ``RolloutConfig``. Returns what was recorded.
+    """
+    from unittest import mock
+
+    import ray
+    from omegaconf import OmegaConf
+    from verl.trainer import main_ppo
+
+    from verl_hadw.callback import validate_config as plugin_validate
+
+    record: dict = {}
+
+    class _Runner:
+        @classmethod
+        def remote(cls, *args, **kwargs):
+            return cls()
+
+        @classmethod
+        def options(cls, **kwargs):
+            return cls
+
+        class run:  # noqa: N801  (mirrors `runner.run.remote(config)`)
+            @staticmethod
+            def remote(cfg):
+                from verl.trainer.ppo.v1 import get_trainer_cls
+
+                cfg.transfer_queue.enable = True
+                OmegaConf.resolve(cfg)
+                record["trainer_cls"] = get_trainer_cls(cfg.trainer.v1.trainer_mode).__name__
+                record["estimator"] = plugin_validate(cfg)
+                if deep:
+                    from verl.utils.config import omega_conf_to_dataclass
+                    from verl.workers.config import RolloutConfig
+
+                    record["rollout"] = omega_conf_to_dataclass(cfg.actor_rollout_ref.rollout, RolloutConfig)
+                record["resolved"] = cfg
+                return "ok"
+
+    def fake_init(**kwargs):
+        record["ray_init"] = kwargs
+
+    with (
+        mock.patch.object(ray, "is_initialized", return_value=False),
+        mock.patch.object(ray, "init", side_effect=fake_init),
+        mock.patch.object(ray, "get", side_effect=lambda ref: ref),
+        mock.patch.object(main_ppo, "TaskRunnerV1", _Runner),
+    ):
+        main_ppo.main.__wrapped__(config)
+    if "resolved" not in record:
+        raise RuntimeError("verl's main_ppo returned without starting the TaskRunner (trainer.use_v1=false?)")
+    return record
+
+

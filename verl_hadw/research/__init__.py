@@ -1,0 +1,1 @@
+"""Research tools: the bias theory, the RLVR simulator and plotting (``[research]`` extra)."""
