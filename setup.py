@@ -1,51 +1,57 @@
-"""verl-hadw: HA-DW and DGPO advantage estimators for verl 0.9.1 (a verl plugin, no fork).
+"""verl-hadw: HA-DW and DGPO advantage estimators for verl (a verl plugin, no fork).
 
-CPU machines: install with a constraints file pinning torch==2.13.0 (see README), or pip pulls a CUDA torch.
-GPU machines: install your own torch / vllm / flash-attn first, or use the ``gpu`` extra.
+The version and the verl pin are read from ``verl_hadw/__init__.py`` (one place each). The plugin installs with
+verl alone; extras: ``repro`` (paper reproductions), ``research`` (theory, simulator), ``test``, ``gpu``.
+CPU machines: install with ``-c constraints-cpu.txt`` (torch==2.13.0), or pip pulls a CUDA torch.
 """
+
+import re
+from pathlib import Path
 
 from setuptools import find_packages, setup
 
+HERE = Path(__file__).resolve().parent
+META = dict(re.findall(r'^(__version__|VERL_VERSION) = "([^"]+)"', (HERE / "verl_hadw" / "__init__.py").read_text(), re.M))
+VERL = f"verl=={META['VERL_VERSION']}"
+
+# configs/ (Hydra YAMLs of the reproductions and the CPU demo) ships as the data package verl_hadw_configs; every
+# sub-directory is listed as a package so setuptools ships its YAMLs without "absent from packages" warnings.
+CONFIG_PACKAGES = ["verl_hadw_configs"] + sorted(
+    "verl_hadw_configs." + ".".join(p.relative_to(HERE / "configs").parts)
+    for p in (HERE / "configs").rglob("*")
+    if p.is_dir() and "__pycache__" not in p.parts
+)
+
+EXTRAS = {
+    "repro": ["math-verify", "matplotlib"],  # reward checker, results plot (datasets, pandas, tensorboard: verl)
+    "research": ["scipy", "matplotlib"],  # bias theory, simulator plots
+    "test": ["pytest", "hypothesis", "build", "setuptools", "psutil"],  # build: the wheel test; psutil: RSS
+    # GPU-only, never installed on CPU machines: verl's own pins (vllm 0.24.0, torch 2.11.0, transformers 5.9.0,
+    # its flash-attn build) through its extras.
+    "gpu": [f"verl[vllm,fsdp]=={META['VERL_VERSION']}"],
+}
+
 setup(
     name="verl-hadw",
-    version="0.1.0",
+    version=META["__version__"],
     description="HA-DW and DGPO group-relative advantage estimators for verl",
-    long_description=open("README.md", encoding="utf-8").read(),
+    long_description=(HERE / "README.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
-    packages=find_packages(include=["verl_hadw", "verl_hadw.*"]) + ["verl_hadw_configs"],
-    # configs/ (Hydra YAMLs of the paper reproductions) ships as the data package verl_hadw_configs, so
-    # `verl-hadw configs` finds it in editable and regular installs alike.
+    packages=find_packages(include=["verl_hadw", "verl_hadw.*"]) + CONFIG_PACKAGES,
     package_dir={"verl_hadw_configs": "configs"},
-    package_data={"verl_hadw_configs": ["*.yaml", "**/*.yaml"]},
-    include_package_data=True,
+    package_data={pkg: ["*.yaml"] for pkg in CONFIG_PACKAGES},
     install_requires=[
-        "verl==0.9.1",
-        # verl 0.9.1's default (v1) trainer imports these, but its base requirements omit them.
+        VERL,
+        # verl's default (v1) trainer imports these, but verl's base requirements omit them.
         "TransferQueue>=0.1.10",
         "pyzmq",
         "msgspec",
         "cachetools",
         "fastapi",
         "uvicorn",
-        "torch",  # CPU: pin 2.13.0 with constraints-cpu.txt; GPU: bring your CUDA build
-        "numpy",
-        "omegaconf",
-        "hydra-core",
-        "ray",
-        "pandas",
-        "pyarrow",
-        "scipy",  # bias theory (verl_hadw.research.theory)
-        "matplotlib",  # plots (theory, simulator, results)
-        "math-verify",  # math answer checking for the paper reproductions' reward
-        "datasets",  # verl-hadw data: Hugging Face datasets for the reproductions
-        "tensorboard",  # verl-hadw results: reads verl's tensorboard event files
     ],
-    extras_require={
-        "test": ["pytest", "hypothesis", "setuptools"],  # setuptools: tests/test_configs.py builds a wheel
-        # GPU-only: never installed on CPU machines (scripts/install_cpu.sh does not use it).
-        "gpu": ["vllm>=0.18.0", "flash-attn"],
-    },
+    extras_require=EXTRAS,
     entry_points={
         "verl.plugins": ["verl_hadw = verl_hadw.register"],
         "console_scripts": ["verl-hadw = verl_hadw.cli:main"],

@@ -29,7 +29,7 @@ def doctor(_args: argparse.Namespace) -> int:
     ok = verl_version == VERL_VERSION
     print(f"[{'ok' if ok else 'FAIL'}] verl version: {verl_version} (verl-hadw is built for {VERL_VERSION})")
     if not ok:
-        problems.append("install verl==0.9.1")
+        problems.append(f"install verl=={VERL_VERSION}")
 
     eps = [ep for ep in entry_points(group="verl.plugins") if ep.value.startswith("verl_hadw")]
     print(f"[{'ok' if eps else 'FAIL'}] verl.plugins entry point: {', '.join(ep.value for ep in eps) or 'missing'}")

@@ -11,7 +11,8 @@ import os
 
 import verl
 
-SUPPORTED_VERL = "0.9.1"
+from verl_hadw import VERL_VERSION as SUPPORTED_VERL
+
 _APPLIED = False
 
 
@@ -45,7 +46,7 @@ def apply() -> None:
     if verl.__version__ != SUPPORTED_VERL:
         raise RuntimeError(
             f"verl_hadw.cpu supports verl=={SUPPORTED_VERL} only (found {verl.__version__}); its patches of "
-            "verl internals are not checked against other versions. Install verl==0.9.1 or unset VERL_PLATFORM=cpu."
+            f"verl internals are not checked against other versions. Install verl=={SUPPORTED_VERL} or unset VERL_PLATFORM=cpu."
         )
     for key, value in ENGINE_ENV.items():
         os.environ.setdefault(key, value)
