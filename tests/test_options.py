@@ -66,3 +66,28 @@ def test_bad_config_names_key_and_valid_values(node, message):
 
 def test_eta_above_one_is_valid_because_eq8_bounds_eta_t_not_eta():
     assert parse_hadw({"hadw": {"anchor": {"eta": 5.0}}}).anchor.eta == 5.0
+
+
+def test_readme_options_block_is_generated_from_the_declarations():
+    """One declaration per option: the README's block must equal what options.py generates."""
+    from pathlib import Path
+
+    from verl_hadw.options import options_yaml
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    block = readme.split("<!-- options:begin -->\n```yaml\n", 1)[1].split("```\n<!-- options:end -->", 1)[0]
+    assert block.rstrip("\n") == options_yaml(), "README options block is stale: paste the output of `verl-hadw options`"
+
+
+def test_every_user_option_has_a_doc_and_a_check():
+    import dataclasses
+
+    from verl_hadw.options import AnchorConfig
+
+    for cls in (HadwConfig, DgpoConfig, AnchorConfig):
+        for f in dataclasses.fields(cls):
+            if "kind" in f.metadata:
+                assert f.metadata["kind"] == "section" or f.metadata["doc"], f.name
+    # hidden fields are not user keys
+    with pytest.raises(ConfigError, match="Unknown key 'algorithm.dgpo.norm_adv_by_std'"):
+        parse_dgpo({"dgpo": {"norm_adv_by_std": True}})

@@ -1,8 +1,12 @@
-"""Typed, validated options for ``algorithm.hadw`` and ``algorithm.dgpo``.
+"""``algorithm.hadw`` and ``algorithm.dgpo``: every option declared once, with its default, range and doc.
 
-verl passes the estimator the raw ``algorithm`` node (an OmegaConf ``DictConfig``, never converted to a
-dataclass in 0.9.1), so unknown keys would otherwise be accepted silently. Everything here is pure Python:
-no verl, torch or Ray import, so the checkpoint callback can validate a config before the cluster starts.
+Each user option is one dataclass field made by :func:`option` (default, one-line doc, and a check: a range, a
+set of choices, ...). The parser, its error messages ("Did you mean ...") and the README's options block
+(:func:`options_yaml`, compared with the README by a test) are all derived from these declarations.
+
+verl passes the estimator the raw ``algorithm`` node (an OmegaConf ``DictConfig``, never converted to a dataclass
+in 0.9.1), so unknown keys would otherwise be accepted silently. Pure Python: no verl, torch or Ray import, so the
+checkpoint callback can validate a config before the cluster starts.
 """
 
 from __future__ import annotations
@@ -21,61 +25,75 @@ __all__ = [
     "parse_hadw",
     "parse_dgpo",
     "algorithm_node",
+    "options_yaml",
 ]
 
-ANCHOR_MODES = ("kalman", "moving_average", "fixed")
-SIGMA_SOURCES = ("anchor", "accuracy")
-BASES = ("grpo", "dgpo")
+INF = math.inf
 
 
 class ConfigError(ValueError):
     """A bad ``algorithm.hadw`` / ``algorithm.dgpo`` value; the message names the key and what is valid."""
 
 
+def option(default: Any, doc: str, *, kind: str, lo: float = -INF, hi: float = INF, lo_open: bool = False,
+           choices: tuple = ()) -> Any:
+    """A user option: ``kind`` is number | integer | flag | choice | text | threshold | init | section."""
+    meta = {"doc": doc, "kind": kind, "lo": lo, "hi": hi, "lo_open": lo_open, "choices": choices}
+    if kind == "section":
+        return field(default_factory=default, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
 @dataclass(frozen=True)
 class AnchorConfig:
-    """``algorithm.hadw.anchor``: how the difficulty anchor C_t evolves (paper Eqs. 8-12, App. F, Table 2)."""
+    """``algorithm.hadw.anchor``: how the difficulty anchor C_t evolves (Eqs. 8-12, App. F, Table 2)."""
 
-    mode: str = "kalman"
-    # η of Eq. 11. The paper gives none; 16 is measured (benchmarks/anchor_time_constant.py, README): with the
-    # literal Eq. 10 σ it tracks accuracy with a 11-21 step rise time (20-33 step lag) for batch-accuracy
-    # noise 0.005-0.05, whereas η <= 1 (TRL PR #4872 used 0.1) leaves the anchor frozen at its first value.
-    eta: float = 16.0
-    window: int = 10  # m of Eqs. 9-10 / h of App. F
-    sigma_source: str = "anchor"  # anchor: Eq. 10 literally (σ of past posteriors); accuracy: σ of past y_t
-    sigma_warmup: float = 1.0  # σ_t while fewer than 2 past values exist (paper silent)
-    eta_min: float = 0.0  # floor of η_t (Eq. 8 bounds η_t to [0, 1])
-    init: Any = "first_batch"  # C⁻ of the first step: "first_batch" (= y_1) or a float in [0, 1]
-    include_current: bool = False  # moving_average only: anchor includes y_t (the authors' released code)
-    fixed_value: float = 0.5  # fixed mode: the constant anchor (Table 2 ablation)
+    mode: str = option("kalman", "kalman (Eqs. 8-12) | moving_average (App. F) | fixed (Table 2)",
+                       kind="choice", choices=("kalman", "moving_average", "fixed"))
+    # The paper gives no η. 16 is measured (benchmarks/anchor_time_constant.py, README): with the literal Eq. 10 σ it
+    # tracks accuracy with an 11-21 step rise time for batch-accuracy noise 0.005-0.05; η <= 1 freezes the anchor.
+    eta: float = option(16.0, "η of Eq. 11, chosen by measurement (README)", kind="number", lo=0.0)
+    window: int = option(10, "m of Eqs. 9-10 (h of App. F)", kind="integer", lo=1)
+    sigma_source: str = option("anchor", "anchor: Eq. 10 literally | accuracy: σ of the last m batch accuracies",
+                               kind="choice", choices=("anchor", "accuracy"))
+    sigma_warmup: float = option(1.0, "σ_t while fewer than 2 past values exist (paper silent)", kind="number", lo=0.0)
+    eta_min: float = option(0.0, "floor of η_t; η_t = clamp(η·σ_t, eta_min, 1)", kind="number", lo=0.0, hi=1.0)
+    init: Any = option("first_batch", "C⁻ of step 1: the first call's accuracy, or a number in [0, 1]", kind="init")
+    include_current: bool = option(False, "moving_average: include y_t in the anchor (the authors' released code)",
+                                   kind="flag")
+    fixed_value: float = option(0.5, "fixed mode's constant anchor", kind="number", lo=0.0, hi=1.0)
 
 
 @dataclass(frozen=True)
 class DgpoConfig:
-    """``algorithm.dgpo``: DGPO switches (MathForge paper §3.1, Table 3 ablation)."""
+    """``algorithm.dgpo``: DGPO switches (MathForge §3.1, Table 3 ablation)."""
 
-    dgae: bool = True  # MAD normalisation (Eqs. 4-5); off = GRPO std normalisation
-    dqw: bool = True  # difficulty-aware question weights (Eq. 6)
-    temperature: float = 2.0  # T of Eq. 6
-    valid_token_norm: bool = True  # fold the valid-token loss denominator into the advantages
-    success_threshold: float | None = None  # accuracy = score > threshold when scores are not binary
-    epsilon: float = 1e-6
+    dgae: bool = option(True, "MAD normalisation, Eqs. 4-5 (false: GRPO std normalisation)", kind="flag")
+    dqw: bool = option(True, "difficulty-aware question weights, Eq. 6", kind="flag")
+    temperature: float = option(2.0, "T of Eq. 6", kind="number", lo=0.0, lo_open=True)
+    valid_token_norm: bool = option(True, "valid-token loss averaging, folded into the advantages", kind="flag")
+    success_threshold: float | None = option(None, "for DQW's accuracy when rewards are not binary", kind="threshold")
+    epsilon: float = option(1e-6, "added to the MAD / std", kind="number", lo=0.0, lo_open=True)
     norm_adv_by_std: bool = True  # not a user key: algorithm.norm_adv_by_std_in_grpo (used when dgae=false)
 
 
 @dataclass(frozen=True)
 class HadwConfig:
-    """``algorithm.hadw``: HA-DW options (paper §3, Eqs. 7-17)."""
+    """``algorithm.hadw``: HA-DW options (§3, Eqs. 7-17)."""
 
-    lambda_scale: float = 1.3  # λ_scale of Eq. 16; 1.3 is the paper's best (Table 7)
-    state_key: str = "default"  # one anchor per key; our configs use ${trainer.project_name}/${trainer.experiment_name}
-    success_threshold: float | None = None  # required when scores are not binary {0, 1}
-    base: str = "grpo"  # base advantage Â: grpo | dgpo
-    normalize_phi: bool = False  # rescale Φ to mean 1 over the step's valid responses
-    allow_missing_state: bool = False  # resume without an anchor file starts a fresh anchor (with a warning)
-    log_metrics: bool = True  # merge hadw/* and dgpo/* into verl's per-step Tracking.log call
-    epsilon: float = 1e-6
-    anchor: AnchorConfig = field(default_factory=AnchorConfig)
+    lambda_scale: float = option(1.3, "λ_scale of Eq. 16; the paper's best (Table 7)", kind="number", lo=0.0,
+                                 lo_open=True)
+    state_key: str = option("default", "one anchor per key; give each experiment its own", kind="text")
+    success_threshold: float | None = option(
+        None, "required when rewards are not binary: accuracy = score > threshold", kind="threshold")
+    base: str = option("grpo", "base advantage: grpo | dgpo (HA-DW over the DGPO advantage)", kind="choice",
+                       choices=("grpo", "dgpo"))
+    normalize_phi: bool = option(False, "rescale Φ to mean 1 over the call's valid responses", kind="flag")
+    allow_missing_state: bool = option(
+        False, "resume without an anchor file: start a fresh anchor (with a warning)", kind="flag")
+    log_metrics: bool = option(True, "merge hadw/* and dgpo/* into verl's per-step log call", kind="flag")
+    epsilon: float = option(1e-6, "added to the GRPO std", kind="number", lo=0.0, lo_open=True)
+    anchor: AnchorConfig = option(AnchorConfig, "", kind="section")
     # Not user keys: algorithm.norm_adv_by_std_in_grpo, and algorithm.dgpo (the base when base == "dgpo").
     norm_adv_by_std: bool = True
     dgpo: DgpoConfig = field(default_factory=DgpoConfig)
@@ -104,8 +122,55 @@ def algorithm_node(config: Any, name: str) -> dict:
     return _to_dict(node, f"algorithm.{name}")
 
 
-def _check_keys(values: Mapping, cls: type, where: str, hidden: tuple[str, ...] = ()) -> None:
-    allowed = [f.name for f in dataclasses.fields(cls) if f.name not in hidden]
+def _user_fields(cls: type) -> list[dataclasses.Field]:
+    return [f for f in dataclasses.fields(cls) if "kind" in f.metadata]
+
+
+def _interval(lo: float, hi: float, lo_open: bool) -> str:
+    return f"{'(' if lo_open else '['}{lo}, {'inf' if hi == INF else hi}]"
+
+
+def _check(value: Any, f: dataclasses.Field, key: str) -> Any:
+    """``value`` of option ``f`` (at ``key``) validated against its declaration."""
+    m = f.metadata
+    kind = m["kind"]
+    if kind == "flag":
+        if not isinstance(value, bool):
+            raise ConfigError(f"{key} must be true or false, got {value!r}.")
+        return value
+    if kind == "choice":
+        if value not in m["choices"]:
+            raise ConfigError(f"{key}={value!r} is not valid; choose one of: {', '.join(m['choices'])}.")
+        return value
+    if kind == "text":
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError(f"{key} must be a non-empty string, got {value!r}.")
+        return value
+    if kind == "integer":
+        if isinstance(value, bool) or not isinstance(value, int) or value < m["lo"]:
+            raise ConfigError(f"{key}={value!r} is out of range; valid: an integer >= {int(m['lo'])}.")
+        return value
+    if kind == "init":
+        if value == "first_batch":
+            return value
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+            raise ConfigError(f"{key}={value!r} is not valid; use 'first_batch' or a number in [0, 1].")
+        return float(value)
+    if kind == "threshold" and value is None:
+        return None
+    # number / threshold
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ConfigError(f"{key} must be a finite number, got {value!r}.")
+    value = float(value)
+    if value < m["lo"] or (m["lo_open"] and value == m["lo"]) or value > m["hi"]:
+        raise ConfigError(f"{key}={value} is out of range; valid: {_interval(m['lo'], m['hi'], m['lo_open'])}.")
+    return value
+
+
+def _parse(cls: type, values: Mapping, where: str, **hidden: Any):
+    """An instance of ``cls`` from the user's ``values`` (unknown keys, types and ranges checked)."""
+    fields = _user_fields(cls)
+    allowed = [f.name for f in fields]
     for key in values:
         if key not in allowed:
             hint = difflib.get_close_matches(str(key), allowed, n=1)
@@ -113,83 +178,17 @@ def _check_keys(values: Mapping, cls: type, where: str, hidden: tuple[str, ...] 
             raise ConfigError(
                 f"Unknown key '{where}.{key}'.{did_you_mean} Valid keys under {where}: {', '.join(allowed)}."
             )
-
-
-def _number(values: Mapping, key: str, where: str, default: float, lo=None, hi=None, lo_open=False) -> float:
-    value = values.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ConfigError(f"{where}.{key} must be a finite number, got {value!r}.")
-    value = float(value)
-    if lo is not None and (value < lo or (lo_open and value == lo)):
-        bracket = "(" if lo_open else "["
-        raise ConfigError(f"{where}.{key}={value} is out of range; valid: {bracket}{lo}, {hi if hi is not None else 'inf'}].")
-    if hi is not None and value > hi:
-        raise ConfigError(f"{where}.{key}={value} is out of range; valid: [{lo}, {hi}].")
-    return value
-
-
-def _flag(values: Mapping, key: str, where: str, default: bool) -> bool:
-    value = values.get(key, default)
-    if not isinstance(value, bool):
-        raise ConfigError(f"{where}.{key} must be true or false, got {value!r}.")
-    return value
-
-
-def _choice(values: Mapping, key: str, where: str, default: str, choices: tuple[str, ...]) -> str:
-    value = values.get(key, default)
-    if value not in choices:
-        raise ConfigError(f"{where}.{key}={value!r} is not valid; choose one of: {', '.join(choices)}.")
-    return value
-
-
-def _threshold(values: Mapping, where: str) -> float | None:
-    if values.get("success_threshold") is None:
-        return None
-    return _number(values, "success_threshold", where, 0.0)
-
-
-def _parse_anchor(values: Mapping, where: str) -> AnchorConfig:
-    _check_keys(values, AnchorConfig, where)
-    d = AnchorConfig()
-    window = values.get("window", d.window)
-    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-        raise ConfigError(f"{where}.window={window!r} is out of range; valid: an integer >= 1.")
-    init = values.get("init", d.init)
-    if init != "first_batch":
-        if isinstance(init, bool) or not isinstance(init, (int, float)) or not 0.0 <= init <= 1.0:
-            raise ConfigError(f"{where}.init={init!r} is not valid; use 'first_batch' or a number in [0, 1].")
-        init = float(init)
-    return AnchorConfig(
-        mode=_choice(values, "mode", where, d.mode, ANCHOR_MODES),
-        # Eq. 8 bounds η_t = η·σ_t to [0, 1]; η itself must exceed 1 for σ_t ≈ 0.01-0.05 to move the anchor.
-        eta=_number(values, "eta", where, d.eta, lo=0.0),
-        window=window,
-        sigma_source=_choice(values, "sigma_source", where, d.sigma_source, SIGMA_SOURCES),
-        sigma_warmup=_number(values, "sigma_warmup", where, d.sigma_warmup, lo=0.0),
-        eta_min=_number(values, "eta_min", where, d.eta_min, lo=0.0, hi=1.0),
-        init=init,
-        include_current=_flag(values, "include_current", where, d.include_current),
-        fixed_value=_number(values, "fixed_value", where, d.fixed_value, lo=0.0, hi=1.0),
-    )
-
-
-def _parse_dgpo_values(values: Mapping, where: str, norm_adv_by_std: bool) -> DgpoConfig:
-    _check_keys(values, DgpoConfig, where, hidden=("norm_adv_by_std",))
-    d = DgpoConfig()
-    return DgpoConfig(
-        dgae=_flag(values, "dgae", where, d.dgae),
-        dqw=_flag(values, "dqw", where, d.dqw),
-        temperature=_number(values, "temperature", where, d.temperature, lo=0.0, lo_open=True),
-        valid_token_norm=_flag(values, "valid_token_norm", where, d.valid_token_norm),
-        success_threshold=_threshold(values, where),
-        epsilon=_number(values, "epsilon", where, d.epsilon, lo=0.0, lo_open=True),
-        norm_adv_by_std=norm_adv_by_std,
-    )
+    parsed = {}
+    for f in fields:
+        key = f"{where}.{f.name}"
+        if f.metadata["kind"] == "section":
+            parsed[f.name] = _parse(f.default_factory, _to_dict(values.get(f.name), key), key)
+        elif f.name in values:
+            parsed[f.name] = _check(values[f.name], f, key)
+    return cls(**parsed, **hidden)
 
 
 def _norm_adv_by_std(config: Any) -> bool:
-    if config is None:
-        return True
     value = config.get("norm_adv_by_std_in_grpo", True) if hasattr(config, "get") else True
     if not isinstance(value, bool):
         raise ConfigError(f"algorithm.norm_adv_by_std_in_grpo must be true or false, got {value!r}.")
@@ -198,29 +197,38 @@ def _norm_adv_by_std(config: Any) -> bool:
 
 def parse_dgpo(config: Any) -> DgpoConfig:
     """Validated ``algorithm.dgpo`` from verl's ``algorithm`` node (dict, DictConfig or None)."""
-    return _parse_dgpo_values(algorithm_node(config, "dgpo"), "algorithm.dgpo", _norm_adv_by_std(config))
+    return _parse(DgpoConfig, algorithm_node(config, "dgpo"), "algorithm.dgpo", norm_adv_by_std=_norm_adv_by_std(config))
 
 
 def parse_hadw(config: Any) -> HadwConfig:
     """Validated ``algorithm.hadw`` from verl's ``algorithm`` node (dict, DictConfig or None)."""
-    where = "algorithm.hadw"
-    values = algorithm_node(config, "hadw")
-    _check_keys(values, HadwConfig, where, hidden=("norm_adv_by_std", "dgpo"))
-    d = HadwConfig()
-    state_key = values.get("state_key", d.state_key)
-    if not isinstance(state_key, str) or not state_key.strip():
-        raise ConfigError(f"{where}.state_key must be a non-empty string, got {state_key!r}.")
-    anchor = values.get("anchor", {})
-    return HadwConfig(
-        lambda_scale=_number(values, "lambda_scale", where, d.lambda_scale, lo=0.0, lo_open=True),
-        state_key=state_key,
-        success_threshold=_threshold(values, where),
-        base=_choice(values, "base", where, d.base, BASES),
-        normalize_phi=_flag(values, "normalize_phi", where, d.normalize_phi),
-        allow_missing_state=_flag(values, "allow_missing_state", where, d.allow_missing_state),
-        log_metrics=_flag(values, "log_metrics", where, d.log_metrics),
-        epsilon=_number(values, "epsilon", where, d.epsilon, lo=0.0, lo_open=True),
-        anchor=_parse_anchor(_to_dict(anchor, f"{where}.anchor"), f"{where}.anchor"),
-        norm_adv_by_std=_norm_adv_by_std(config),
-        dgpo=parse_dgpo(config),
-    )
+    return _parse(HadwConfig, algorithm_node(config, "hadw"), "algorithm.hadw",
+                  norm_adv_by_std=_norm_adv_by_std(config), dgpo=parse_dgpo(config))
+
+
+# ----------------------------------------------------------------------------------------- the docs
+def _yaml_value(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and (value != 0 and abs(value) < 1e-3):
+        return f"{value:.1e}"
+    return str(value)
+
+
+def _yaml_lines(cls: type, indent: int) -> list[str]:
+    lines = []
+    for f in _user_fields(cls):
+        pad = " " * indent
+        if f.metadata["kind"] == "section":
+            lines.append(f"{pad}{f.name}:")
+            lines += _yaml_lines(f.default_factory, indent + 2)
+            continue
+        lines.append(f"{pad}{f.name}: {_yaml_value(f.default)}".ljust(31) + f"# {f.metadata['doc']}")
+    return lines
+
+
+def options_yaml() -> str:
+    """The options block of the README: every option with its default and doc, as YAML."""
+    return "\n".join(["algorithm:", "  hadw:", *_yaml_lines(HadwConfig, 4), "  dgpo:", *_yaml_lines(DgpoConfig, 4)])

@@ -13,6 +13,7 @@ import sys
 # subcommand -> (module under verl_hadw.cli, the extra that brings its dependencies)
 SUBCOMMANDS = {
     "doctor": ("doctor", None),
+    "options": ("options", None),
     "demo": ("demo", None),
     "theory": ("theory", "research"),
     "simulate": ("simulate", "research"),
