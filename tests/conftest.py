@@ -9,9 +9,9 @@ def _fresh_anchor_state():
     from verl_hadw import anchor_client, metrics
 
     anchor_client.reset()
-    metrics._PENDING.clear()
+    metrics.reset()
     SkipManager.set_step(-1)
     yield
     anchor_client.reset()
-    metrics._PENDING.clear()
+    metrics.reset()
     SkipManager.set_step(-1)

@@ -14,7 +14,7 @@ from verl.trainer.ppo.ray_trainer import compute_advantage
 from verl.utils.skip.skip_manager import SkipManager
 
 from verl_hadw import anchor_client, metrics
-from verl_hadw.anchor_store import LocalBackend, RayBackend, actor_name
+from verl_hadw.anchor_store import LocalStore, RayStore, actor_name
 from verl_hadw.callback import STATE_FILE, HadwCheckpointCallback
 from verl_hadw.options import ConfigError, parse_hadw
 
@@ -55,12 +55,12 @@ def drive(key, steps, kill_at=None, **anchor):
 def test_actor_and_in_process_trajectories_are_identical(ray_cluster):
     steps = observations()
     remote, client = drive("actor-vs-local", steps)
-    assert isinstance(client.backend, RayBackend)
+    assert isinstance(client.store, RayStore)
     ray.shutdown()
     try:
         anchor_client.reset()
         local, client = drive("actor-vs-local", steps)
-        assert isinstance(client.backend, LocalBackend)
+        assert isinstance(client.store, LocalStore)
     finally:
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     assert remote == local
@@ -74,7 +74,7 @@ def test_k_calls_per_step_advance_the_anchor_once_with_one_prior(ray_cluster, k)
     for step, prior, *_ in rows:
         by_step.setdefault(step, set()).add(prior)
     assert all(len(p) == 1 for p in by_step.values()) and len(by_step) == 12
-    state = client.backend.state_dict()
+    state = client.store.state_dict()
     assert state["committed_steps"] == 11 and state["open_step"] == 12 and state["calls"] == list(range(k))
     single, _ = drive(f"k{k}-single", [[(c * k, n * k)] for (c, n), *_ in steps], eta=3.0)
     assert [r[:4] for r in rows[k - 1 :: k]] == [r[:4] for r in single]

@@ -1,9 +1,8 @@
 """Driver-side access to the anchor: which training step a call belongs to, and where the state lives.
 
-The estimator runs in verl's driver (the TaskRunner actor). It learns the step from
-``verl.utils.skip.SkipManager.step`` (set by both trainers in the same process); outside a trainer (unit
-use, notebooks) every call is its own step. Each ``algorithm.hadw.state_key`` has one client here and one
-state, held by a named Ray actor when Ray is up (``anchor_actor``), else in this process.
+The estimator runs in verl's driver (the TaskRunner actor); ``steps`` says which training step a call belongs
+to. Each ``algorithm.hadw.state_key`` has one client here and one store (``anchor_store``): a named Ray actor
+when Ray is up, else this process.
 """
 
 from __future__ import annotations
@@ -11,16 +10,15 @@ from __future__ import annotations
 import logging
 import warnings
 
+from verl_hadw import steps
 from verl_hadw.anchor import AnchorView
-from verl_hadw.anchor_store import make_backend, view_from_dict
+from verl_hadw.anchor_store import make_store
 from verl_hadw.options import AnchorConfig, HadwConfig
 
 __all__ = [
     "observe",
     "restore",
     "state_dict",
-    "trainer_step",
-    "current_step_for_metrics",
     "get_client",
     "reset",
     "AnchorClient",
@@ -30,55 +28,33 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _CLIENTS: dict[str, "AnchorClient"] = {}
-_metrics_step = 0
 
 
 class MissingAnchorStateError(RuntimeError):
     """A resumed run reached HA-DW without the anchor it had before the restart."""
 
 
-def trainer_step() -> int | None:
-    """verl's current global step, or None outside a trainer (SkipManager.step is -1 until set)."""
-    try:
-        from verl.utils.skip.skip_manager import SkipManager
-    except ImportError:  # pragma: no cover - older verl
-        return None
-    step = getattr(SkipManager, "step", -1)
-    return step if isinstance(step, int) and step > 0 else None
-
-
-def current_step_for_metrics() -> int:
-    """The step a stateless estimator (dgpo) files its metrics under."""
-    global _metrics_step
-    step = trainer_step()
-    _metrics_step = step if step is not None else _metrics_step + 1
-    return _metrics_step
-
-
 class AnchorClient:
-    """One experiment's anchor: assigns (step, call) ids and sends observations to the backend."""
+    """One experiment's anchor: assigns (step, call) ids and sends observations to its store."""
 
     def __init__(self, cfg: HadwConfig, state: dict | None = None):
         self.key = cfg.state_key
         self.config: AnchorConfig = cfg.anchor
         self.allow_missing_state = cfg.allow_missing_state
         self.restored = state is not None
-        self.backend = make_backend(self.key, self.config, state)
+        self.store = make_store(self.key, self.config, state)
         self._step: int | None = None
         self._call = 0
 
     @property
     def recoveries(self) -> int:
-        return getattr(self.backend, "recoveries", 0)
-
-    def _open_step(self) -> int | None:
-        return self.backend.state_dict()["open_step"] if self._step is None else self._step
+        return self.store.recoveries
 
     def next_ids(self) -> tuple[int, int]:
         """(step, call) of the next estimator call; calls of one step are numbered 0, 1, ..."""
-        step = trainer_step()
+        step = steps.trainer_step()
         if step is None:  # no trainer: each call is a step of its own
-            step = (self._open_step() or 0) + 1
+            step = steps.resolve_step(self._step if self._step is not None else self.store.state_dict()["open_step"])
         elif self._step is None and not self.restored and step > 1:
             self._check_fresh_start(step)
         self._call = self._call + 1 if step == self._step else 0
@@ -100,7 +76,7 @@ class AnchorClient:
 
     def observe(self, correct: float, count: int) -> AnchorView:
         step, call = self.next_ids()
-        view = view_from_dict(self.backend.observe(step, call, correct, count)[0])
+        view = self.store.observe(step, call, correct, count)
         if view.warn:
             message = (
                 f"HA-DW anchor '{self.key}' is frozen: it moved < 1e-3 over {self.config.window} steps while the "
@@ -140,14 +116,13 @@ def restore(cfg: HadwConfig, state: dict | None) -> AnchorClient:
 
 def state_dict(cfg: HadwConfig) -> dict:
     """The current state of ``cfg.state_key``'s anchor (from the actor, or its mirror if it had to recover)."""
-    return get_client(cfg).backend.state_dict()
+    return get_client(cfg).store.state_dict()
 
 
 def reset(key: str | None = None) -> None:
-    """Forget one anchor (or all, and the dgpo step counter) in this process: for tests and notebooks."""
-    global _metrics_step
+    """Forget one anchor (or all, and the stateless step counter) in this process: for tests and notebooks."""
     if key is None:
         _CLIENTS.clear()
-        _metrics_step = 0
+        steps.reset()
     else:
         _CLIENTS.pop(key, None)

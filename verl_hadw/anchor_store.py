@@ -1,31 +1,55 @@
-"""Where an anchor's state lives: a named Ray actor (training) or this process (no Ray: tests, notebooks).
+"""Where an anchor's state lives: in this process (``LocalStore``) or in a named Ray actor (``RayStore``).
 
-Both backends run the same ``AnchorState`` and exchange only JSON-able dicts of scalars, so their
-trajectories are identical. The Ray actor is created lazily by the process that computes advantages
-(verl's TaskRunner actor), with ``get_if_exists``, ``num_cpus=0`` and no ``detached`` lifetime (it dies with
-the job). Its name carries the Ray job id and the ``state_key``, so two experiments never share an anchor,
-even on one long-lived cluster. Ray is imported only when an actor is needed.
+Both stores have one interface: ``observe(step, call, correct, count) -> AnchorView``, ``state_dict()`` and
+``recoveries``. The in-process store calls ``AnchorState`` directly; only the Ray store exchanges plain dicts
+(what crosses the process boundary), and both run the same ``AnchorState``, so their trajectories are identical.
+
+The Ray actor is created lazily by the process that computes advantages (verl's TaskRunner actor), with
+``get_if_exists``, ``num_cpus=0`` and no ``detached`` lifetime (it dies with the job). Its name carries the Ray
+job id and the ``state_key``, so two experiments never share an anchor, even on one long-lived cluster. Ray is
+imported only when an actor is needed.
 """
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from verl_hadw.anchor import AnchorState, AnchorView
 from verl_hadw.options import AnchorConfig
 
-__all__ = ["AnchorService", "LocalBackend", "RayBackend", "actor_name"]
+__all__ = ["AnchorService", "LocalStore", "RayStore", "actor_name", "make_store"]
+
+
+def _state(config: AnchorConfig, state: dict | None) -> AnchorState:
+    return AnchorState.from_dict(state, config) if state else AnchorState(config=config)
+
+
+class LocalStore:
+    """The anchor in this process (no Ray: unit use, notebooks)."""
+
+    recoveries = 0
+
+    def __init__(self, config: AnchorConfig, state: dict | None = None):
+        self.state = _state(config, state)
+
+    def observe(self, step: int, call: int, correct: float, count: int) -> AnchorView:
+        return self.state.observe(step, call, correct, count)
+
+    def state_dict(self) -> dict:
+        return self.state.to_dict()
 
 
 class AnchorService:
-    """The actor's body (also usable in-process): one ``AnchorState`` behind a dict-only interface."""
+    """The Ray actor's body: one ``AnchorState`` behind a dict-only interface."""
 
     def __init__(self, config: dict, state: dict | None = None):
         self.config = AnchorConfig(**config)
-        self.state = AnchorState.from_dict(state, self.config) if state else AnchorState(config=self.config)
+        self.state = _state(self.config, state)
 
     def observe(self, step: int, call: int, correct: float, count: int) -> tuple[dict, dict]:
-        """(view, state) after adding one call: the caller keeps the state as its mirror."""
+        """(view, state) after adding one call: the driver keeps the state as its mirror."""
         view = self.state.observe(step, call, correct, count)
-        return view.__dict__.copy(), self.state.to_dict()
+        return asdict(view), self.state.to_dict()
 
     def state_dict(self) -> dict:
         return self.state.to_dict()
@@ -34,29 +58,16 @@ class AnchorService:
         self.state = AnchorState.from_dict(state, self.config)
 
 
-class LocalBackend:
-    """The anchor in this process."""
-
-    def __init__(self, key: str, config: AnchorConfig, state: dict | None):
-        self.service = AnchorService(config.__dict__, state)
-
-    def observe(self, step, call, correct, count):
-        return self.service.observe(step, call, correct, count)
-
-    def state_dict(self):
-        return self.service.state_dict()
-
-
 def actor_name(key: str) -> str:
     import ray
 
     return f"verl_hadw:anchor:{ray.get_runtime_context().get_job_id()}:{key}"
 
 
-class RayBackend:
+class RayStore:
     """The anchor in a named Ray actor; recreated from ``mirror`` (the last state it returned) if it dies."""
 
-    def __init__(self, key: str, config: AnchorConfig, state: dict | None):
+    def __init__(self, key: str, config: AnchorConfig, state: dict | None = None):
         self.key, self.config = key, config
         self.recoveries = 0
         self.actor = self._create(state)
@@ -66,9 +77,7 @@ class RayBackend:
         import ray
 
         remote = ray.remote(num_cpus=0)(AnchorService)
-        actor = remote.options(name=actor_name(self.key), get_if_exists=True).remote(
-            self.config.__dict__, state
-        )
+        actor = remote.options(name=actor_name(self.key), get_if_exists=True).remote(asdict(self.config), state)
         if state is not None:  # an existing actor of this name keeps its state unless told otherwise
             ray.get(actor.load_state_dict.remote(state))
         return actor
@@ -84,16 +93,16 @@ class RayBackend:
             self.actor = self._create(self.mirror)
             return ray.get(getattr(self.actor, method).remote(*args))
 
-    def observe(self, step, call, correct, count):
+    def observe(self, step: int, call: int, correct: float, count: int) -> AnchorView:
         view, self.mirror = self._call("observe", step, call, correct, count)
-        return view, self.mirror
+        return AnchorView(**view)
 
-    def state_dict(self):
+    def state_dict(self) -> dict:
         self.mirror = self._call("state_dict")
         return self.mirror
 
 
-def make_backend(key: str, config: AnchorConfig, state: dict | None = None):
+def make_store(key: str, config: AnchorConfig, state: dict | None = None) -> LocalStore | RayStore:
     """A Ray actor when this process is connected to Ray, else the in-process anchor."""
     try:
         import ray
@@ -101,8 +110,4 @@ def make_backend(key: str, config: AnchorConfig, state: dict | None = None):
         use_ray = ray.is_initialized()
     except ImportError:  # pragma: no cover - ray ships with verl
         use_ray = False
-    return (RayBackend if use_ray else LocalBackend)(key, config, state)
-
-
-def view_from_dict(view: dict) -> AnchorView:
-    return AnchorView(**view)
+    return RayStore(key, config, state) if use_ray else LocalStore(config, state)

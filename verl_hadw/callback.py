@@ -77,10 +77,7 @@ class HadwCheckpointCallback(CheckpointCallback):
         super().__init__(config)
         self.estimator = validate_config(config)
         self.hadw = parse_hadw(config.algorithm)
-        if self.hadw.log_metrics:
-            metrics.install_tracking_hook()
-        else:
-            metrics.uninstall_tracking_hook()
+        metrics.enable(self.hadw.log_metrics)
         self.restored_step: int | None = None
         if self.estimator == "hadw":
             self._restore(resolve_resume_dir(config.trainer))

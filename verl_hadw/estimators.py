@@ -1,7 +1,7 @@
 """HA-DW and DGPO advantage estimators, registered in verl's ``ADV_ESTIMATOR_REGISTRY``.
 
-Equation numbers refer to the papers (``papers.md``): HA-DW = arXiv 2601.08521 §3 (Eqs. 7-17); DGPO =
-MathForge, arXiv 2601.20614 §3.1 (Eqs. 3-6). Every statistic is computed over valid rows only (padding rows
+Equation numbers refer to the project's equation sheet, ``docs/equations.md`` (HA-DW = arXiv 2601.08521 §3,
+Eqs. 7-17; DGPO = MathForge, arXiv 2601.20614 §3.1, Eqs. 3-6). Every statistic is computed over valid rows only (padding rows
 get advantage 0) and vectorised over groups with index tensors.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 import torch
 from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, register_adv_est
 
-from verl_hadw import anchor_client, metrics
+from verl_hadw import anchor_client, metrics, steps
 from verl_hadw.options import DgpoConfig, HadwConfig, parse_dgpo, parse_hadw
 from verl_hadw.groups import Batch, accuracy_of, group_reduce, group_sum, prepare_batch
 
@@ -136,6 +136,7 @@ def compute_hadw_outcome_advantage(
         advantages, returns: (bs, response_length), equal
     """
     cfg: HadwConfig = parse_hadw(config)
+    metrics.enable(cfg.log_metrics)  # verl's Tracking.log is wrapped only once an estimator of ours runs
     with torch.no_grad():
         b = prepare_batch(token_level_rewards, response_mask, index)
         threshold = cfg.success_threshold if cfg.success_threshold is not None else cfg.dgpo.success_threshold
@@ -185,10 +186,11 @@ def compute_dgpo_outcome_advantage(
         advantages, returns: (bs, response_length), equal
     """
     cfg = parse_dgpo(config)
+    metrics.enable()
     with torch.no_grad():
         b = prepare_batch(token_level_rewards, response_mask, index)
         acc = accuracy_of(b.scores, cfg.success_threshold, "algorithm.dgpo.success_threshold") if cfg.dqw else None
         adv, counts = dgpo_advantage(b, acc, cfg)
         advantages = _broadcast(adv, b, response_mask)
-        metrics.record_dgpo(anchor_client.current_step_for_metrics(), counts)
+        metrics.record_dgpo(steps.stateless_step(), counts)
     return advantages, advantages

@@ -4,6 +4,10 @@ verl gives estimators no metrics channel. The estimators record into a small per
 calls of one step are combined); ``install_tracking_hook`` wraps ``verl.utils.tracking.Tracking.log`` so
 that step N's values join the ``logger.log(data, step=N)`` call both trainers make after the step, and so
 reach every backend (console, wandb, tensorboard, ...). The buffer only keeps the last ``MAX_STEPS`` steps.
+
+verl is left untouched until it is used: the hook is installed by the first ``hadw``/``dgpo`` call (``enable``) or
+by the checkpoint callback, never by ``import verl``, so a plain GRPO run with the package installed sees
+verl's own ``Tracking.log``.
 """
 
 from __future__ import annotations
@@ -16,11 +20,21 @@ import torch
 
 from verl_hadw.anchor import AnchorView
 
-__all__ = ["record_hadw", "record_dgpo", "peek", "pop", "install_tracking_hook", "uninstall_tracking_hook"]
+__all__ = [
+    "record_hadw",
+    "record_dgpo",
+    "peek",
+    "pop",
+    "enable",
+    "reset",
+    "install_tracking_hook",
+    "uninstall_tracking_hook",
+]
 
 MAX_STEPS = 64
 _SUM, _MIN, _MAX, _LAST = "sum", "min", "max", "last"
 _PENDING: "OrderedDict[int, dict[str, tuple[str, float]]]" = OrderedDict()
+_OPTED_OUT = False  # algorithm.hadw.log_metrics=false (seen by the callback or an hadw call): stay out of verl
 
 
 def _record(step: int, values: dict[str, tuple[str, float]]) -> None:
@@ -90,6 +104,13 @@ def _finalize(acc: dict[str, tuple[str, float]]) -> dict[str, float]:
     return out
 
 
+def reset() -> None:
+    """Forget buffered metrics and a metrics opt-out (tests, notebooks); the hook itself stays as it is."""
+    global _OPTED_OUT
+    _PENDING.clear()
+    _OPTED_OUT = False
+
+
 def peek(step: int) -> dict[str, float]:
     """The metrics recorded so far for ``step`` (left in the buffer)."""
     return _finalize(_PENDING.get(step, {}))
@@ -105,6 +126,19 @@ def _hook_enabled() -> bool:
     return os.environ.get("VERL_HADW_LOG_METRICS", "1").lower() not in ("0", "false", "no")
 
 
+def enable(log_metrics: bool = True) -> bool:
+    """Called by every estimator call: install the hook once, unless metrics were switched off.
+
+    ``log_metrics=False`` (``algorithm.hadw.log_metrics``) removes the hook and keeps it out for the process.
+    """
+    global _OPTED_OUT
+    if not log_metrics:
+        _OPTED_OUT = True
+        uninstall_tracking_hook()
+        return False
+    return False if _OPTED_OUT else install_tracking_hook()
+
+
 def install_tracking_hook() -> bool:
     """Wrap ``Tracking.log`` once so each step's log call carries that step's hadw/* and dgpo/* metrics.
 
@@ -116,7 +150,7 @@ def install_tracking_hook() -> bool:
     from verl.utils.tracking import Tracking
 
     original = Tracking.log
-    if getattr(original, "_verl_hadw_hook", False):
+    if getattr(original, "_verl_hadw_hook", False):  # cheap: every estimator call passes here
         return True
 
     def log(self, data, step, *args, **kwargs):

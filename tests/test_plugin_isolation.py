@@ -1,0 +1,87 @@
+"""The plugin core stands alone and leaves verl untouched until it is used (fresh processes, real ``import verl``)."""
+
+import os
+import site
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import verl_hadw
+
+EXTRAS = ("scipy", "matplotlib", "math_verify", "math-verify")  # what [research]/[repro] bring
+
+BATCH = """
+import numpy as np, torch
+from omegaconf import OmegaConf
+from verl import DataProto
+from verl.trainer.ppo.ray_trainer import compute_advantage
+scores = torch.tensor([1., 0., 1., 1., 0., 0., 0., 1.])
+rewards = torch.zeros(8, 4); rewards[:, -1] = scores
+data = DataProto.from_dict(tensors={'token_level_rewards': rewards, 'response_mask': torch.ones(8, 4)},
+                           non_tensors={'uid': np.array(list('aaaabbbb'), dtype=object)})
+"""
+
+
+def run(code: str, env: dict | None = None, flags: tuple = ()) -> str:
+    proc = subprocess.run([sys.executable, *flags, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
+def site_without_extras(root: Path) -> Path:
+    """A copy of site-packages (symlinks) in which scipy, matplotlib and math-verify are not installed."""
+    (src,) = [Path(p) for p in site.getsitepackages() if (Path(p) / "verl").is_dir()]
+    farm = root / "site-packages"
+    farm.mkdir()
+    for entry in src.iterdir():
+        stem = entry.name.split("-")[0].lower().replace("_", "-")
+        if stem in {e.replace("_", "-") for e in EXTRAS} or entry.suffix == ".pth":
+            continue
+        (farm / entry.name).symlink_to(entry)
+    return farm
+
+
+def test_core_runs_hadw_and_dgpo_without_scipy_matplotlib_math_verify(tmp_path):
+    """The core depends on nothing verl does not bring: run it where the extras' packages are not installed."""
+    farm = site_without_extras(tmp_path)
+    project = Path(verl_hadw.__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": f"{project}{os.pathsep}{farm}"}
+    out = run(BATCH + """
+for est in ('hadw', 'dgpo'):
+    cfg = OmegaConf.create({'adv_estimator': est, 'norm_adv_by_std_in_grpo': True})
+    adv = compute_advantage(data, est, config=cfg).batch['advantages']
+    print(est, float(adv.abs().sum()) > 0)
+import importlib.util
+print('absent', all(importlib.util.find_spec(m) is None for m in ('scipy', 'matplotlib', 'math_verify')))
+""", env=env, flags=("-S",))
+    assert out.split() == ["hadw", "True", "dgpo", "True", "absent", "True"]
+
+
+def test_plain_grpo_run_leaves_verl_untouched():
+    """``import verl`` registers hadw/dgpo, but Tracking.log stays verl's own until an estimator of ours runs."""
+    out = run(BATCH + """
+from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY
+from verl.utils.tracking import Tracking
+import verl.utils.tracking as tracking_module
+original = Tracking.log
+print('registered', 'hadw' in ADV_ESTIMATOR_REGISTRY and 'dgpo' in ADV_ESTIMATOR_REGISTRY)
+compute_advantage(data, 'grpo', config=OmegaConf.create({'adv_estimator': 'grpo', 'norm_adv_by_std_in_grpo': True}))
+print('untouched_after_grpo', Tracking.log is original and Tracking.log.__module__ == tracking_module.__name__)
+compute_advantage(data, 'hadw', config=OmegaConf.create({'adv_estimator': 'hadw', 'norm_adv_by_std_in_grpo': True}))
+print('hooked_after_hadw', getattr(Tracking.log, '_verl_hadw_hook', False))
+""")
+    assert out.split() == ["registered", "True", "untouched_after_grpo", "True", "hooked_after_hadw", "True"]
+
+
+def test_log_metrics_false_keeps_verl_untouched():
+    out = run(BATCH + """
+from verl.utils.tracking import Tracking
+original = Tracking.log
+cfg = OmegaConf.create({'adv_estimator': 'hadw', 'norm_adv_by_std_in_grpo': True, 'hadw': {'log_metrics': False}})
+compute_advantage(data, 'hadw', config=cfg)
+compute_advantage(data, 'dgpo', config=OmegaConf.create({'adv_estimator': 'dgpo'}))
+print('untouched', Tracking.log is original)
+""")
+    assert out.split() == ["untouched", "True"]
