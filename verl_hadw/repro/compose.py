@@ -93,65 +93,43 @@ def run_dir(run: str, overrides=()) -> str:
 
 # ------------------------------------------------------------------------------------------- validation
 def validate_like_main_ppo(config, deep: bool = False) -> dict:
-    """Run on ``config`` the checks verl 0.9.1's ``main_ppo`` makes in the ``python -m`` process, then the
-    first steps of its TaskRunner (resolve the config, build the plugin's checkpoint callback checks).
+    """Run on ``config`` the checks verl 0.9.1's ``main_ppo`` makes before training, without a cluster.
 
-    verl's own ``main`` body is executed (``main_ppo.main.__wrapped__``: ``auto_set_device``, ``validate_config``
-    with ``need_reference_policy``/``need_critic``, ``run_ppo`` up to ``ray.init``); only the parts that need a
-    Ray cluster or GPUs are stubbed: ``ray.init`` records its kwargs, the TaskRunner actor is replaced by an
-    in-process runner that does what ``TaskRunnerV1.run`` does before building the trainer (``OmegaConf.resolve``,
-    ``get_trainer_cls``) plus ``verl_hadw.callback.validate_config`` (what ``HadwCheckpointCallback`` runs at
-    trainer construction); ``deep`` adds verl's worker-side conversion of the rollout config to
-    ``RolloutConfig``. Returns what was recorded.
+    The ``python -m`` process's checks, as ``main_ppo.main`` calls them (``auto_set_device``, verl's
+    ``validate_config`` with ``need_reference_policy``/``need_critic``); the ``ray.init`` arguments ``run_ppo``
+    would build (recorded, not called); then what the TaskRunner does before building the trainer
+    (``get_trainer_cls``, ``OmegaConf.resolve``) plus ``verl_hadw.callback.validate_config`` (what
+    ``HadwCheckpointCallback`` runs at trainer construction). ``deep`` adds verl's worker-side conversion of the
+    rollout config to ``RolloutConfig``. Nothing of verl or Ray is patched. Returns what was recorded.
     """
-    from unittest import mock
-
-    import ray
     from omegaconf import OmegaConf
-    from verl.trainer import main_ppo
+    from verl.trainer.constants_ppo import get_ppo_ray_runtime_env
+    from verl.trainer.ppo.utils import need_critic, need_reference_policy
+    from verl.utils.config import validate_config
+    from verl.utils.device import auto_set_device
 
     from verl_hadw.callback import validate_config as plugin_validate
 
-    record: dict = {}
+    auto_set_device(config)
+    validate_config(config=config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
+    ray_init = config.ray_kwargs.get("ray_init", {})
+    runtime_env = OmegaConf.merge(get_ppo_ray_runtime_env(config), ray_init.get("runtime_env", {}))
+    record: dict = {"ray_init": OmegaConf.to_container(OmegaConf.create({**ray_init, "runtime_env": runtime_env}))}
 
-    class _Runner:
-        @classmethod
-        def remote(cls, *args, **kwargs):
-            return cls()
+    resolved = config.copy()
+    if resolved.trainer.use_v1:
+        from verl.trainer.ppo.v1 import get_trainer_cls
 
-        @classmethod
-        def options(cls, **kwargs):
-            return cls
+        record["trainer_cls"] = get_trainer_cls(resolved.trainer.v1.trainer_mode).__name__
+        resolved.transfer_queue.enable = True  # as TaskRunnerV1.run does
+    else:
+        record["trainer_cls"] = "RayPPOTrainer"
+    OmegaConf.resolve(resolved)
+    record["estimator"] = plugin_validate(resolved)
+    if deep:
+        from verl.utils.config import omega_conf_to_dataclass
+        from verl.workers.config import RolloutConfig
 
-        class run:  # noqa: N801  (mirrors `runner.run.remote(config)`)
-            @staticmethod
-            def remote(cfg):
-                from verl.trainer.ppo.v1 import get_trainer_cls
-
-                cfg.transfer_queue.enable = True
-                OmegaConf.resolve(cfg)
-                record["trainer_cls"] = get_trainer_cls(cfg.trainer.v1.trainer_mode).__name__
-                record["estimator"] = plugin_validate(cfg)
-                if deep:
-                    from verl.utils.config import omega_conf_to_dataclass
-                    from verl.workers.config import RolloutConfig
-
-                    record["rollout"] = omega_conf_to_dataclass(cfg.actor_rollout_ref.rollout, RolloutConfig)
-                record["resolved"] = cfg
-                return "ok"
-
-    def fake_init(**kwargs):
-        record["ray_init"] = kwargs
-
-    with (
-        mock.patch.object(ray, "is_initialized", return_value=False),
-        mock.patch.object(ray, "init", side_effect=fake_init),
-        mock.patch.object(ray, "get", side_effect=lambda ref: ref),
-        mock.patch.object(main_ppo, "TaskRunnerV1", _Runner),
-    ):
-        main_ppo.main.__wrapped__(config)
-    if "resolved" not in record:
-        raise RuntimeError("verl's main_ppo returned without starting the TaskRunner (trainer.use_v1=false?)")
+        record["rollout"] = omega_conf_to_dataclass(resolved.actor_rollout_ref.rollout, RolloutConfig)
+    record["resolved"] = resolved
     return record
-
-
