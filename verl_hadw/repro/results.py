@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from verl_hadw.console_log import iter_console
 from verl_hadw.repro.catalogue import (
     ALIASES,
     BENCHMARK_NAMES,
@@ -35,11 +36,6 @@ from verl_hadw.repro.catalogue import (
 __all__ = ["RunResult", "read_run", "load_scalars", "paper_tables", "level_table", "render", "other_runs_table", "ResultsError"]
 
 VAL_RE = re.compile(r"^val-(?:core|aux)/(?P<ds>[^/]+)/(?P<var>[^/]+)/mean@(?P<n>\d+)$")
-CONSOLE_RE = re.compile(r"step:(?P<step>\d+) - (?P<rest>.*)$")
-# a console value: 0.5, 1e-06, nan, or a scalar repr such as np.float64(0.5) / tensor(0.5)
-NUMBER_RE = re.compile(
-    r"\s*(?:[A-Za-z_][\w.]*\()?\s*(?P<num>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?inf|nan)\s*\)?\s*"
-)
 LEVEL_COLUMNS = ("acc_easy", "acc_mid", "acc_hard", "acc_level1", "acc_level2", "acc_level3", "acc_level4", "acc_level5")
 LEVEL_NAMES = {"acc_easy": "Easy (L1)", "acc_mid": "Mid (L2-3)", "acc_hard": "Hard (L4-5)"} | {
     f"acc_level{k}": f"L{k}" for k in range(1, 6)
@@ -75,11 +71,6 @@ def _read_tensorboard(directory: Path) -> list[tuple[int, float, str, float]]:
     return rows
 
 
-def _number(text: str) -> float | None:
-    match = NUMBER_RE.fullmatch(text)
-    return float(match.group("num")) if match else None
-
-
 def _read_jsonl(path: Path, order: float) -> list[tuple[int, float, str, float]]:
     rows = []
     with open(path, encoding="utf-8", errors="replace") as f:
@@ -97,19 +88,8 @@ def _read_jsonl(path: Path, order: float) -> list[tuple[int, float, str, float]]
 
 
 def _read_console(path: Path, order: float) -> list[tuple[int, float, str, float]]:
-    rows = []
     with open(path, encoding="utf-8", errors="replace") as f:
-        for i, line in enumerate(f):
-            match = CONSOLE_RE.search(line.rstrip("\n"))
-            if not match:
-                continue
-            step = int(match.group("step"))
-            for part in match.group("rest").split(" - "):
-                key, sep, value = part.partition(":")
-                number = _number(value) if sep else None
-                if number is not None and key.strip():
-                    rows.append((step, order + i * 1e-6, key.strip(), number))
-    return rows
+        return [(step, order + i * 1e-6, key, value) for i, step, key, value in iter_console(f)]
 
 
 def load_scalars(directory: Path, exclude: Path | None = None):

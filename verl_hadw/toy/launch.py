@@ -9,14 +9,19 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import subprocess
 import sys
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CONFIG_DIR = os.path.join(REPO, "configs", "cpu")
-STEP_LINE = re.compile(r"^(?:\(\w+ pid=\d+\)\s*)?step:(\d+) - (.*)$")  # verl's console logger, maybe via Ray
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
+from verl_hadw.console_log import parse_steps
+
+__all__ = ["config_dir", "command", "environment", "parse_steps", "run", "table_printer"]
+
+
+def config_dir() -> str:
+    """``configs/cpu``, found the way ``verl-hadw configs`` finds the configs (editable or regular install)."""
+    from verl_hadw.repro.compose import config_dir as configs
+
+    return str(configs() / "cpu")
 
 
 def environment(assets: str) -> dict:
@@ -35,7 +40,7 @@ def environment(assets: str) -> dict:
 
 
 def command(overrides: list[str], config_name: str = "demo") -> list[str]:
-    return [sys.executable, "-m", "verl.trainer.main_ppo", f"--config-path={CONFIG_DIR}", f"--config-name={config_name}", *overrides]
+    return [sys.executable, "-m", "verl.trainer.main_ppo", f"--config-path={config_dir()}", f"--config-name={config_name}", *overrides]
 
 
 def ensure_assets(assets: str) -> None:
@@ -45,29 +50,11 @@ def ensure_assets(assets: str) -> None:
         build(assets)
 
 
-def parse_steps(log: str) -> dict[int, dict[str, float]]:
-    """Per-step metrics from verl's console logger lines ``step:N - key:value - ...``."""
-    steps: dict[int, dict[str, float]] = {}
-    for line in log.splitlines():
-        match = STEP_LINE.match(ANSI.sub("", line).strip())
-        if not match:
-            continue
-        values = {}
-        for item in match.group(2).split(" - "):
-            key, _, value = item.rpartition(":")
-            try:
-                values[key] = float(value)
-            except ValueError:
-                continue
-        steps.setdefault(int(match.group(1)), {}).update(values)
-    return steps
-
-
 def run(assets: str, overrides: list[str], cwd: str | None = None, on_line=None, timeout: float = 900):
     """Run main_ppo; returns (exit code, full output). ``on_line`` sees each output line as it arrives."""
     ensure_assets(assets)
     proc = subprocess.Popen(
-        command(overrides), cwd=cwd or REPO, env=environment(assets), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        command(overrides), cwd=cwd or os.getcwd(), env=environment(assets), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         text=True,
     )
     lines = []
@@ -113,7 +100,7 @@ def table_printer(out=sys.stdout):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--assets", default=os.path.join(REPO, "runs", "cpu_assets"))
+    parser.add_argument("--assets", default=os.path.join("runs", "cpu_assets"))
     parser.add_argument("--log", default=None, help="write verl's full output here and print a metrics table")
     parser.add_argument("overrides", nargs="*", help="Hydra overrides for main_ppo")
     args = parser.parse_args()
