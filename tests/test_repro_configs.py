@@ -6,10 +6,6 @@ validation, matches the papers' hyperparameters, and differs from its baseline o
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
-import sys
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -245,33 +241,3 @@ def test_run_differs_from_its_baseline_only_where_the_paper_does(run, baseline, 
     if K.ALIASES.get(run, run) != baseline:
         expected.add("trainer.experiment_name")
     assert differing == expected
-
-
-# --------------------------------------------------------------------------------------- packaging
-def test_configs_ship_in_a_regular_wheel(tmp_path):
-    """A non-editable install finds the configs: build the wheel, unpack it as site-packages, ask it."""
-    src = tmp_path / "src"
-    src.mkdir()
-    for name in ("setup.py", "README.md"):
-        shutil.copy(ROOT / name, src / name)
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    shutil.copytree(ROOT / "verl_hadw", src / "verl_hadw", ignore=ignore)
-    shutil.copytree(ROOT / "configs", src / "configs", ignore=ignore)
-    proc = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path / "dist"), str(src)],
-        capture_output=True, text=True,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    (wheel,) = (tmp_path / "dist").glob("verl_hadw-*.whl")
-    names = set(zipfile.ZipFile(wheel).namelist())
-    for path in ("verl_hadw_configs/hadw_t1_qwen3_4b_grpo_hadw.yaml", "verl_hadw_configs/hadw/base.yaml",
-                 "verl_hadw_configs/dgpo/method/dgpo.yaml", "verl_hadw_configs/eval/dgpo.yaml"):
-        assert path in names
-    site = tmp_path / "site"
-    zipfile.ZipFile(wheel).extractall(site)
-    code = "from verl_hadw.repro.compose import config_dir; print(config_dir())"
-    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
-                         env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"})
-    assert out.returncode == 0, out.stderr
-    found = Path(out.stdout.strip())
-    assert found == site / "verl_hadw_configs" and (found / "dgpo_t1_dgpo.yaml").is_file()
