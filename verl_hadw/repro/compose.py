@@ -13,6 +13,8 @@ import importlib.util
 import os
 from pathlib import Path
 
+from verl_hadw import VERL_VERSION
+
 __all__ = ["config_dir", "verl_config_dir", "available_runs", "describe", "compose_run", "run_dir", "validate_like_main_ppo"]
 
 # --------------------------------------------------------------------------------------------- locations
@@ -45,10 +47,10 @@ def verl_config_dir() -> Path:
     """verl's ``trainer/config`` directory, located without importing verl (``import verl`` costs seconds)."""
     spec = importlib.util.find_spec("verl")
     if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError("verl is not installed: pip install verl==0.9.1")
+        raise ModuleNotFoundError(f"verl is not installed: pip install verl=={VERL_VERSION}")
     path = Path(list(spec.submodule_search_locations)[0]) / "trainer" / "config"
     if not (path / "ppo_trainer.yaml").is_file():
-        raise FileNotFoundError(f"{path} has no ppo_trainer.yaml: is verl 0.9.1 installed?")
+        raise FileNotFoundError(f"{path} has no ppo_trainer.yaml: is verl {VERL_VERSION} installed?")
     return path
 
 
