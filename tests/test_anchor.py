@@ -13,7 +13,7 @@ from verl_hadw.options import AnchorConfig, parse_hadw
 
 
 def reference(cfg: AnchorConfig, ys: list[float]) -> list[tuple[float, float]]:
-    """(prior used at step t, posterior of step t) written straight from papers.md §1.2 / App. F."""
+    """(prior used at step t, posterior of step t) written straight from docs/equations.md (HA-DW Eqs. 7-12, App. F)."""
     out, C, beliefs, accs = [], None, [], []
     for t, y in enumerate(ys):
         if cfg.mode == "fixed":

@@ -1,8 +1,8 @@
 """HA-DW and DGPO advantage estimators, registered in verl's ``ADV_ESTIMATOR_REGISTRY``.
 
 Equation numbers refer to the project's equation sheet, ``docs/equations.md`` (HA-DW = arXiv 2601.08521 §3,
-Eqs. 7-17; DGPO = MathForge, arXiv 2601.20614 §3.1, Eqs. 3-6). Every statistic is computed over valid rows only (padding rows
-get advantage 0) and vectorised over groups with index tensors.
+Eqs. 7-17; DGPO = MathForge, arXiv 2601.20614 §3.1, Eqs. 3-6). Every statistic is computed over valid rows
+only (padding rows get advantage 0) and vectorised over groups with index tensors.
 """
 
 from __future__ import annotations

@@ -52,8 +52,9 @@ def lambda_interval(
     """Lemma 1 / Theorem 3: the λ_scale range for which HA-DW's weighted advantage Â·Φ is closer to the true
     advantage than Â, for one observed non-degenerate group (p̂ = k/G) and anchor C⁻ (Eqs. 13-16).
 
-    papers.md gives only the structure (a rectified baseline p̃ = c·p̂ with c ∈ (c_low, c_high), and a λ
-    interval built from c_low, c_high, p̂ and exp(D·M)), not the formulas; we make it concrete:
+    docs/equations.md records only the paper's structure (a rectified baseline p̃ = c·p̂ with
+    c ∈ (c_low, c_high), and a λ interval built from c_low, c_high, p̂ and exp(D·M)), not the formulas; we make
+    it concrete:
 
     1. The true accuracies covered (side "hard" when p̂ < 0.5, "easy" when p̂ > 0.5: Theorem 1's
        direction; at p̂ = 0.5, our choice: "hard" when anchor >= 0.5, else "easy"):

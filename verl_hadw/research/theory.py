@@ -1,9 +1,10 @@
 """Bias theory of group-relative advantages (HA-DW paper §2.2, §4, App. D) and DGPO's update magnitudes.
 
-Equation, lemma and table numbers refer to ``papers.md`` (§1.7 for HA-DW, §2.1 for DGPO). Notation: a
-prompt with success probability p, G binary rollouts, R = Σ_i r_i correct, group baseline p̂ = R/G,
-non-degenerate event S = {1 ≤ R ≤ G-1} (Eq. 6), empirical advantage Â = r - p̂ and true advantage A = r - p,
-so Â < A  ⟺  p̂ > p (the baseline over-shoots: the advantage is under-estimated).
+Equation, lemma, theorem and table numbers refer to the equation sheet ``docs/equations.md`` (HA-DW "Setting"
+and "Bias theory"; DGPO Theorems 1-2). Notation: a prompt with success probability p, G binary rollouts,
+R = Σ_i r_i correct, group baseline p̂ = R/G, non-degenerate event S = {1 ≤ R ≤ G-1} (Eq. 6), empirical
+advantage Â = r - p̂ and true advantage A = r - p, so Â < A  ⟺  p̂ > p (the baseline over-shoots: the
+advantage is under-estimated).
 
 Every function is vectorised over ``p`` (numpy broadcasting over the outcome count k = 0..G); integrals
 over p are exact piecewise Gauss-Legendre quadratures (the integrands are smooth between the jump points
@@ -241,8 +242,8 @@ def corollary1_bounds(groups=range(2, 9)) -> list[dict]:
 def continuous_reward_bias(G: int, dist, tau: float = 0.5) -> float:
     """Theorem 4 (continuous rewards r ∈ [0, 1]): E[p̂ | S_τ] - μ by numerical integration.
 
-    ``dist`` is a frozen scipy distribution supported on [0, 1] (``pdf``, ``cdf``, ``mean``). papers.md
-    states only that the bias persists for Beta and truncated-Gaussian rewards, not the event, so we choose
+    ``dist`` is a frozen scipy distribution supported on [0, 1] (``pdf``, ``cdf``, ``mean``). The equation sheet
+    records only that the bias persists for Beta and truncated-Gaussian rewards, not the event, so we choose
     the threshold generalisation of S: S_τ = {at least one r_i ≥ τ and at least one r_i < τ}, the groups an
     accuracy filter with success threshold τ keeps. With F = P(r < τ), m_lo = ∫_0^τ r f(r) dr and
     m_hi = ∫_τ^1 r f(r) dr, i.i.d. rewards give

@@ -81,7 +81,7 @@ def _table(title: str, paper: dict, ours) -> list[str]:
 def theory_report(out_dir=None, plots: bool = True) -> str:
     """The text ``verl-hadw theory`` prints (paper values beside ours); writes the PNGs into ``out_dir``."""
     lines = [
-        "HA-DW bias theory (papers.md §1.7) and DGPO update magnitudes (§2.1); exact quadrature, no sampling.",
+        "HA-DW bias theory and DGPO update magnitudes (docs/equations.md); exact quadrature, no sampling.",
         "",
     ]
     lines += _table("Table 4: P(G, 0, 0.25) = avg over p ~ U(0, 0.25) of P(Â < A | S)", PAPER_TABLE4,
