@@ -4,7 +4,7 @@ One training step t may reach the estimator in several calls (verl's ``separate_
 step into K mini-batches). The state machine therefore keeps one *open* step: every call of that step sees
 the same prior C_t⁻ and adds its correct/valid counts to y_t; the posterior C_t⁺ (Eq. 8) is committed when
 the first call of a later step arrives. Nothing here touches Ray, torch or files: the Ray actor
-(``anchor_actor``) and the checkpoint callback wrap this class without changing its maths.
+(``anchor_store``) and the checkpoint callback wrap this class without changing its maths.
 """
 
 from __future__ import annotations
