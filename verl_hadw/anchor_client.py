@@ -45,6 +45,7 @@ class AnchorClient:
         self.store = make_store(self.key, self.config, state)
         self._step: int | None = None
         self._call = 0
+        self.legacy = None  # legacy_resume.LegacyCheckpoint with trainer.use_v1=false: saves and restores the anchor
 
     @property
     def recoveries(self) -> int:
@@ -67,8 +68,10 @@ class AnchorClient:
             f"HA-DW anchor '{self.key}' starts at training step {step} with no restored state: this run resumed "
             "from a checkpoint but the anchor was not loaded. With the v1 trainer set "
             "trainer.checkpoint_callback_class=verl_hadw.callback.HadwCheckpointCallback (it saves and restores "
-            "the anchor); the legacy trainer (trainer.use_v1=false) has no checkpoint hook. To continue with a "
-            "fresh anchor instead, set +algorithm.hadw.allow_missing_state=true."
+            "the anchor); the legacy trainer (trainer.use_v1=false) restores it from "
+            "<trainer.default_local_dir>/verl_hadw_anchor/step_N.json, written at every step when "
+            "trainer.save_freq > 0. To continue with a fresh anchor instead, set "
+            "+algorithm.hadw.allow_missing_state=true."
         )
         if not self.allow_missing_state:
             raise MissingAnchorStateError(message)
@@ -77,6 +80,8 @@ class AnchorClient:
     def observe(self, correct: float, count: int) -> AnchorView:
         step, call = self.next_ids()
         view = self.store.observe(step, call, correct, count)
+        if self.legacy is not None:
+            self.legacy.save(step, self.key, self.store.last_state())
         if view.warn:
             message = (
                 f"HA-DW anchor '{self.key}' is frozen: it moved < 1e-3 over {self.config.window} steps while the "
@@ -89,11 +94,14 @@ class AnchorClient:
         return view
 
 
-def get_client(cfg: HadwConfig) -> AnchorClient:
-    """The client for ``cfg.state_key``, created on first use; a key's anchor config may not change."""
+def get_client(cfg: HadwConfig, legacy=None) -> AnchorClient:
+    """The client for ``cfg.state_key``, created on first use (with ``legacy``); its anchor config may not change."""
     client = _CLIENTS.get(cfg.state_key)
     if client is None:
-        client = _CLIENTS[cfg.state_key] = AnchorClient(cfg)
+        step = steps.trainer_step()  # a resumed legacy run's first call: the anchor saved with verl's checkpoint
+        state = legacy.load(step, cfg.state_key, cfg.allow_missing_state) if legacy and (step or 0) > 1 else None
+        client = _CLIENTS[cfg.state_key] = AnchorClient(cfg, state)
+        client.legacy = legacy
     elif client.config != cfg.anchor:
         raise ValueError(
             f"anchor state_key '{cfg.state_key}' is already in use with a different anchor config "

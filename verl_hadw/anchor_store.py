@@ -1,7 +1,7 @@
 """Where an anchor's state lives: in this process (``LocalStore``) or in a named Ray actor (``RayStore``).
 
-Both stores have one interface: ``observe(step, call, correct, count) -> AnchorView``, ``state_dict()`` and
-``recoveries``. The in-process store calls ``AnchorState`` directly; only the Ray store exchanges plain dicts
+Both stores have one interface: ``observe(step, call, correct, count) -> AnchorView``, ``state_dict()``,
+``last_state()`` (the state after the last call, without a round trip) and ``recoveries``. The in-process store calls ``AnchorState`` directly; only the Ray store exchanges plain dicts
 (what crosses the process boundary), and both run the same ``AnchorState``, so their trajectories are identical.
 
 The Ray actor is created lazily by the process that computes advantages (verl's TaskRunner actor), with
@@ -36,6 +36,10 @@ class LocalStore:
         return self.state.observe(step, call, correct, count)
 
     def state_dict(self) -> dict:
+        return self.state.to_dict()
+
+    def last_state(self) -> dict:
+        """The state after the last call (what a snapshot saves)."""
         return self.state.to_dict()
 
 
@@ -99,6 +103,10 @@ class RayStore:
 
     def state_dict(self) -> dict:
         self.mirror = self._call("state_dict")
+        return self.mirror
+
+    def last_state(self) -> dict:
+        """The state the actor returned with the last call (no round trip)."""
         return self.mirror
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, register_adv_est
 
-from verl_hadw import anchor_client, metrics, steps
+from verl_hadw import anchor_client, legacy_resume, metrics, steps
 from verl_hadw.options import DgpoConfig, HadwConfig, parse_dgpo, parse_hadw
 from verl_hadw.groups import Batch, accuracy_of, group_reduce, group_sum, prepare_batch
 
@@ -147,7 +147,7 @@ def compute_hadw_outcome_advantage(
             adv, dgpo_counts = grpo_advantage(b, cfg.epsilon, cfg.norm_adv_by_std), None
         p_hat = (group_sum(acc, b.gid, b.n_groups) / b.count)[b.gid]  # per-group mean accuracy
 
-        client = anchor_client.get_client(cfg)
+        client = anchor_client.get_client(cfg, legacy_resume.from_config(config))  # legacy trainer: anchor files
         view = client.observe(correct=float(acc.sum()), count=int(acc.numel()))  # Eq. 7: K_t and B_t
         phi = hadw_weights(adv, p_hat, view.prior, cfg.lambda_scale)
         if cfg.normalize_phi:

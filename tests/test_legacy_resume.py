@@ -1,0 +1,195 @@
+"""The anchor across restarts of verl's legacy trainer (trainer.use_v1=false): snapshots written by the estimator.
+
+Steps are driven through verl's ``compute_advantage`` with a full config, as ``RayPPOTrainer.fit`` does; verl's
+checkpoint is faked the way ``_save_checkpoint`` writes it (``global_step_N/{actor,data.pt}``, then the tracker).
+Also a script: ``python test_legacy_resume.py CKPT FIRST LAST [--ray]`` prints one JSON
+line per step from a fresh process.
+"""
+
+import json
+import logging
+import os
+import subprocess
+import sys
+
+import pytest
+from anchor_run import batch
+from omegaconf import OmegaConf
+from verl.trainer.ppo.ray_trainer import compute_advantage
+from verl.utils.skip.skip_manager import SkipManager
+
+from verl_hadw import anchor_client, metrics
+from verl_hadw.callback import STATE_FILE
+from verl_hadw.legacy_resume import SNAPSHOT_DIR, from_config
+
+HERE = os.path.abspath(__file__)
+KEY = "proj/legacy"
+
+
+def legacy_config(ckpt, use_v1=False, save_freq=2, resume_path=None, **hadw):
+    return OmegaConf.create(
+        {
+            "algorithm": {
+                "adv_estimator": "hadw",
+                "norm_adv_by_std_in_grpo": True,
+                "hadw": {"state_key": KEY, "anchor": {"eta": 3.0, "window": 4}, **hadw},
+            },
+            "trainer": {
+                "use_v1": use_v1, "default_local_dir": str(ckpt), "save_freq": save_freq,
+                "resume_mode": "resume_path" if resume_path else "auto", "resume_from_path": resume_path,
+            },
+        }
+    )
+
+
+def verl_save(ckpt, step):
+    """What verl's legacy ``_save_checkpoint`` leaves on disk for step N (after the estimator ran)."""
+    folder = os.path.join(ckpt, f"global_step_{step}")
+    os.makedirs(os.path.join(folder, "actor"), exist_ok=True)
+    with open(os.path.join(folder, "data.pt"), "wb") as f:
+        f.write(f"dataloader state {step}".encode())
+    with open(os.path.join(ckpt, "latest_checkpointed_iteration.txt"), "w") as f:
+        f.write(str(step))
+
+
+def train(cfg, first, last):
+    """Legacy ``fit`` from ``first`` to ``last``: one estimator call per step, then verl's save if due."""
+    ckpt, save_freq = cfg.trainer.default_local_dir, cfg.trainer.save_freq
+    rows = []
+    for step in range(first, last + 1):
+        SkipManager.set_step(step)
+        compute_advantage(batch(step), "hadw", config=cfg.algorithm)
+        rows.append({"step": step, **metrics.pop(step)})
+        if save_freq > 0 and step % save_freq == 0:
+            verl_save(ckpt, step)
+    return rows
+
+
+def fresh_process(ckpt, first, last, *flags):
+    proc = subprocess.run(
+        [sys.executable, HERE, str(ckpt), str(first), str(last), *map(str, flags)],
+        capture_output=True, text=True, cwd=os.path.dirname(HERE), env={**os.environ, "RAY_DEDUP_LOGS": "0"},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return [json.loads(line[4:]) for line in proc.stdout.splitlines() if line.startswith("ROW ")]
+
+
+def snapshots(ckpt):
+    return sorted(os.listdir(os.path.join(ckpt, SNAPSHOT_DIR)))
+
+
+def test_trainer_keys_are_reached_only_from_a_full_legacy_config(tmp_path):
+    assert from_config(legacy_config(tmp_path).algorithm).local_dir == str(tmp_path)
+    assert from_config(legacy_config(tmp_path, use_v1=True).algorithm) is None
+    assert from_config(OmegaConf.create({"hadw": {}})) is None  # detached node: no root to read trainer.* from
+    assert from_config({"hadw": {}, "trainer": {"use_v1": False}}) is None
+
+
+def test_resume_in_a_fresh_process_continues_bit_for_bit(tmp_path):
+    straight = train(legacy_config(tmp_path / "straight"), 1, 4)
+    anchor_client.reset()
+    first = train(legacy_config(tmp_path / "ckpt"), 1, 2)
+    saved = json.loads((tmp_path / "ckpt" / SNAPSHOT_DIR / "step_2.json").read_text())
+    assert saved["global_step"] == 2 and saved["state_key"] == KEY and saved["state"]["open_step"] == 2
+    second = fresh_process(tmp_path / "ckpt", 3, 4, "--ray")
+    assert [r["step"] for r in second] == [3, 4]
+    assert first + second == straight  # every logged anchor value, exactly
+    assert second[0]["hadw/anchor_prior"] == first[1]["hadw/anchor_posterior"]  # Eq. 12 across the restart
+
+
+def test_resume_path_into_another_directory(tmp_path):
+    straight = train(legacy_config(tmp_path / "straight"), 1, 4)
+    anchor_client.reset()
+    train(legacy_config(tmp_path / "a"), 1, 2)
+    anchor_client.reset()
+    SkipManager.set_step(-1)
+    resumed = train(legacy_config(tmp_path / "b", resume_path=str(tmp_path / "a" / "global_step_2")), 3, 4)
+    assert resumed == straight[2:]
+    assert snapshots(tmp_path / "b") == ["step_4.json"]  # step 3 pruned: never checkpointed in b
+
+
+def test_snapshots_are_kept_only_for_checkpointed_steps(tmp_path):
+    cfg = legacy_config(tmp_path)
+    train(cfg, 1, 3)
+    assert snapshots(tmp_path) == ["step_2.json", "step_3.json"]  # step 1 never got a global_step_1
+    (tmp_path / SNAPSHOT_DIR / "step_3.json.tmp.99").write_text("{")  # a write cut short by a crash
+    train(cfg, 4, 5)
+    assert snapshots(tmp_path) == ["step_2.json", "step_4.json", "step_5.json"]
+
+
+def test_v1_and_trainerless_calls_write_nothing(tmp_path):
+    train(legacy_config(tmp_path / "v1", use_v1=True), 1, 4)
+    assert (tmp_path / "v1" / "global_step_4").is_dir() and not (tmp_path / "v1" / SNAPSHOT_DIR).exists()
+    anchor_client.reset()
+    SkipManager.set_step(-1)  # outside a trainer each call is its own step: nothing is a verl step
+    cfg = legacy_config(tmp_path / "none")
+    for _ in range(3):
+        compute_advantage(batch(1), "hadw", config=cfg.algorithm)
+    assert not (tmp_path / "none").exists()
+    anchor_client.reset()
+    train(legacy_config(tmp_path / "never", save_freq=-1), 1, 3)  # verl never checkpoints
+    assert not (tmp_path / "never").exists()
+
+
+def test_missing_snapshot_is_an_error_unless_allowed(tmp_path, caplog):
+    verl_save(tmp_path, 2)  # a checkpoint written without the snapshot
+    with pytest.raises(anchor_client.MissingAnchorStateError, match=r"no anchor snapshot for step 2.*allow_missing_state=true"):
+        train(legacy_config(tmp_path), 3, 3)
+    anchor_client.reset()
+    with caplog.at_level(logging.WARNING):
+        train(legacy_config(tmp_path, allow_missing_state=True), 3, 3)
+    assert "continuing with a fresh anchor" in caplog.text
+    state = json.loads((tmp_path / SNAPSHOT_DIR / "step_3.json").read_text())["state"]
+    assert state["committed_steps"] == 0 and state["open_step"] == 3
+
+
+def test_snapshot_of_another_step_is_rejected(tmp_path):
+    train(legacy_config(tmp_path), 1, 2)
+    os.rename(tmp_path / "global_step_2", tmp_path / "global_step_4")
+    os.rename(tmp_path / SNAPSHOT_DIR / "step_2.json", tmp_path / SNAPSHOT_DIR / "step_4.json")
+    (tmp_path / "latest_checkpointed_iteration.txt").write_text("4")
+    anchor_client.reset()
+    with pytest.raises(anchor_client.MissingAnchorStateError, match="belongs to step 2.*resumes from step 4"):
+        train(legacy_config(tmp_path), 5, 5)
+
+
+def test_first_step_must_follow_the_checkpoint_verl_loaded(tmp_path):
+    train(legacy_config(tmp_path), 1, 2)
+    anchor_client.reset()
+    with pytest.raises(anchor_client.MissingAnchorStateError, match=r"first training step in this process is 5.*step 2"):
+        train(legacy_config(tmp_path), 5, 5)
+
+
+def test_snapshot_overwritten_by_a_run_that_never_saved_is_rejected(tmp_path):
+    train(legacy_config(tmp_path), 1, 2)  # run A: checkpoint 2 with its anchor
+    os.utime(tmp_path / "global_step_2" / "data.pt", (1e9, 1e9))  # A saved long before B ran
+    anchor_client.reset()
+    cfg_b = legacy_config(tmp_path, save_freq=100)  # run B in the same folder stops before its step-2 save
+    train(cfg_b, 1, 2)
+    anchor_client.reset()
+    with pytest.raises(anchor_client.MissingAnchorStateError, match="written by a later run"):
+        train(legacy_config(tmp_path), 3, 3)
+    verl_save(tmp_path, 2)  # had B saved step 2, its snapshot would belong to that checkpoint
+    anchor_client.reset()
+    train(legacy_config(tmp_path), 3, 3)
+
+
+def test_checkpoint_of_the_v1_callback_or_a_copied_snapshot_is_used(tmp_path):
+    straight = train(legacy_config(tmp_path / "straight"), 1, 4)
+    anchor_client.reset()
+    train(legacy_config(tmp_path / "a"), 1, 2)
+    copy = tmp_path / "elsewhere" / "global_step_2"
+    copy.mkdir(parents=True)
+    (copy / STATE_FILE).write_text((tmp_path / "a" / SNAPSHOT_DIR / "step_2.json").read_text())
+    anchor_client.reset()
+    assert train(legacy_config(tmp_path / "b", resume_path=str(copy)), 3, 4) == straight[2:]
+
+
+if __name__ == "__main__":
+    ckpt, first, last = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    if "--ray" in sys.argv:
+        import ray
+
+        ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+    for row in train(legacy_config(ckpt), first, last):
+        print("ROW " + json.dumps(row))

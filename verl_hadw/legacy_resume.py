@@ -1,0 +1,162 @@
+"""The HA-DW anchor across restarts of verl's legacy trainer (``trainer.use_v1=false``), which has no checkpoint hook.
+
+verl 0.9.1's legacy ``RayPPOTrainer.fit`` calls the estimator in its driver once per step N, *before*
+``_save_checkpoint`` creates ``global_step_N/`` and updates ``latest_checkpointed_iteration.txt``; nothing
+after that call changes the anchor within step N. So the estimator saves the anchor itself after every
+observation, atomically, to ``<default_local_dir>/verl_hadw_anchor/step_N.json`` (the payload of the v1
+callback's file). A resumed process first reaches the estimator at step S = N + 1; it then loads the
+snapshot of the ``global_step_N`` folder verl resumed from, found the way verl finds it.
+
+The trainer keys come from the ``algorithm`` node's root (``OmegaConf.select(config, "..trainer.KEY")``):
+verl passes ``config=self.config.algorithm``, a child of the full resolved config.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+from dataclasses import dataclass
+
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from verl_hadw.anchor_client import MissingAnchorStateError, trainer_step
+
+__all__ = ["LegacyCheckpoint", "from_config", "SNAPSHOT_DIR"]
+
+logger = logging.getLogger(__name__)
+
+SNAPSHOT_DIR = "verl_hadw_anchor"
+_SNAPSHOT = re.compile(r"step_(\d+)\.json(?:\.tmp\.\d+)?")
+
+
+@dataclass(frozen=True)
+class LegacyCheckpoint:
+    """Where the legacy trainer checkpoints (``trainer.*``), and the anchor snapshots beside its checkpoints."""
+
+    local_dir: str  # trainer.default_local_dir, made absolute against the driver's cwd as verl does
+    resume_mode: str
+    resume_from_path: str | None
+    save_freq: int
+
+    def snapshot_path(self, step: int, local_dir: str | None = None) -> str:
+        return os.path.join(local_dir or self.local_dir, SNAPSHOT_DIR, f"step_{step}.json")
+
+    # --------------------------------------------------------------------------------------------- save
+    def save(self, step: int, key: str, state: dict) -> None:
+        """Write the anchor after step ``step``'s observation; drop snapshots of steps verl never saved."""
+        if self.save_freq <= 0 or trainer_step() != step:  # verl never checkpoints / not inside a trainer
+            return
+        payload = {"global_step": step, "state_key": key, "state": state}
+        data_pt = os.path.join(self.local_dir, f"global_step_{step}", "data.pt")
+        if os.path.exists(data_pt):  # an older run's checkpoint of this step that verl is about to overwrite
+            payload["replaces_data_pt_mtime_ns"] = os.stat(data_pt).st_mtime_ns
+        path = self.snapshot_path(step)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.tmp.{os.getpid()}"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(payload, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        self._prune(step)
+
+    def _prune(self, step: int) -> None:
+        # verl saves synchronously inside step k, so a step k < N without global_step_k/ was never checkpointed
+        # (its max_*_ckpt_to_keep removes only global_step_k/actor: a kept folder keeps its snapshot).
+        folder = os.path.join(self.local_dir, SNAPSHOT_DIR)
+        for name in os.listdir(folder):
+            match = _SNAPSHOT.fullmatch(name)
+            if match is None or int(match[1]) >= step:
+                continue
+            if not os.path.isdir(os.path.join(self.local_dir, f"global_step_{match[1]}")):
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(os.path.join(folder, name))
+
+    # --------------------------------------------------------------------------------------------- load
+    def load(self, step: int, key: str, allow_missing: bool) -> dict | None:
+        """The anchor state saved at step ``step - 1`` for the checkpoint verl resumed from.
+
+        None when there is none and ``allow_missing`` (the caller then starts a fresh anchor); otherwise a
+        missing, mismatched or stale snapshot raises ``MissingAnchorStateError``.
+        """
+        from verl_hadw.callback import STATE_FILE, _step_of, resolve_resume_dir
+
+        previous = step - 1
+        trainer = {"resume_mode": self.resume_mode, "default_local_dir": self.local_dir}
+        folder = resolve_resume_dir(OmegaConf.create({**trainer, "resume_from_path": self.resume_from_path}))
+        if folder is not None and _step_of(folder) != previous:
+            raise MissingAnchorStateError(
+                f"HA-DW anchor '{key}': verl's first training step in this process is {step}, but the checkpoint "
+                f"trainer.resume_mode={self.resume_mode!r} points to is {folder} (step {_step_of(folder)}): "
+                "latest_checkpointed_iteration.txt changed after verl loaded its checkpoint. Give each run its own "
+                "trainer.default_local_dir and restart."
+            )
+        candidates = [] if folder is None else [
+            self.snapshot_path(previous, os.path.dirname(os.path.normpath(folder))),  # written by this estimator
+            os.path.join(folder, STATE_FILE),  # a copied snapshot, or a checkpoint written by the v1 callback
+        ]
+        for path in candidates:
+            if os.path.exists(path):
+                return self._read(path, previous, folder, key)
+        message = (
+            f"HA-DW anchor '{key}': the legacy trainer resumed at step {step} "
+            + (f"from {folder}, but found no anchor snapshot for step {previous} "
+               f"(looked for {' and '.join(candidates)})"
+               if folder else f"but found no checkpoint folder (trainer.resume_mode={self.resume_mode!r}, "
+               f"trainer.default_local_dir={self.local_dir})")
+            + ". With trainer.use_v1=false the estimator writes it at every step when trainer.save_freq > 0; this "
+            "checkpoint was written without it. Resume from a checkpoint that has it, or set "
+            "+algorithm.hadw.allow_missing_state=true to continue with a fresh anchor."
+        )
+        if not allow_missing:
+            raise MissingAnchorStateError(message)
+        return None
+
+    @staticmethod
+    def _read(path: str, previous: int, folder: str, key: str) -> dict:
+        with open(path, encoding="utf-8") as f:
+            saved = json.load(f)
+        if saved.get("global_step") != previous or saved["state"].get("open_step") not in (None, previous):
+            raise MissingAnchorStateError(
+                f"{path} belongs to step {saved.get('global_step')} (anchor step {saved['state'].get('open_step')}) "
+                f"but verl resumes from step {previous} ({folder}): the file was copied from another checkpoint"
+            )
+        replaced = saved.get("replaces_data_pt_mtime_ns")
+        data_pt = os.path.join(folder, "data.pt")
+        if replaced is not None and os.path.exists(data_pt) and os.stat(data_pt).st_mtime_ns == replaced:
+            raise MissingAnchorStateError(
+                f"{path} was written by a later run that stopped before verl re-saved {folder}: that folder still "
+                "holds an older run's checkpoint, whose anchor was overwritten. Resume from another checkpoint "
+                "(trainer.resume_mode=resume_path), or set +algorithm.hadw.allow_missing_state=true and delete "
+                f"{path} to continue with a fresh anchor."
+            )
+        if saved.get("state_key") != key:
+            logger.warning(f"restoring anchor '{saved.get('state_key')}' as algorithm.hadw.state_key='{key}'")
+        logger.info(f"HA-DW anchor restored from {path} (step {previous})")
+        return saved["state"]
+
+
+def from_config(algorithm) -> LegacyCheckpoint | None:
+    """The legacy trainer's checkpoint settings, or None: v1 trainer, or ``algorithm`` is not part of a full
+    verl config (a plain dict or a detached node, as in unit use), or it names no ``default_local_dir``."""
+    if not isinstance(algorithm, DictConfig):
+        return None
+    try:
+        trainer = OmegaConf.select(algorithm, "..trainer", default=None)
+    except OmegaConfBaseException:  # the node has no parent
+        return None
+    if not isinstance(trainer, DictConfig) or trainer.get("use_v1", True) is not False:
+        return None
+    local_dir = trainer.get("default_local_dir")
+    if not isinstance(local_dir, str):
+        return None
+    return LegacyCheckpoint(
+        local_dir=local_dir if os.path.isabs(local_dir) else os.path.join(os.getcwd(), local_dir),
+        resume_mode=str(trainer.get("resume_mode", "auto")),
+        resume_from_path=trainer.get("resume_from_path"),
+        save_freq=int(trainer.get("save_freq", -1)),
+    )
