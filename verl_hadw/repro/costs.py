@@ -23,6 +23,7 @@ plus a quarter of ``max_response_length``. The before/after ratios do not depend
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -173,7 +174,9 @@ def render(costs: list[RunCost], keep: str | int = "final") -> str:
     t = totals(costs)
     share = None if t["val_samples"] is None else 100 * t["val_samples"] / max(1, t["val_samples"] + t["train_samples"])
     lines.append("-" * len(head))
-    lines.append(f"{'TOTAL (' + str(len(costs)) + ' steps)':42} {t['steps']:>5} {t['train_samples']:>13,} {'':>22} "
+    counts = Counter(c.action for c in costs)
+    label = "TOTAL (" + ", ".join(f"{n} {a}" for a, n in counts.items()) + ")"
+    lines.append(f"{label:42} {t['steps']:>5} {t['train_samples']:>13,} {'':>22} "
                  f"{_n(t['val_samples']):>11} {_n(share, digits=0):>5} {'':>7} {_n(t['ckpt_peak'], 1e9):>7} "
                  f"{_n(t['ckpt_after'], 1e9):>7} {'':>9} {_n(t['gpu_hours']):>6}")
     lines.append(f"peak GB: checkpoints while a run trains (all runs at once: the sum); kept GB: after DONE with "
