@@ -189,6 +189,11 @@ def test_bad_local_inputs_name_the_problem(tmp_path, no_hub):
         data.prepare(tmp_path / "out", ["hadw"], {"amc23": str(tmp_path / "missing.csv")}, only=["amc23"])
     with pytest.raises(data.DataSourceError, match="unknown dataset"):
         data.prepare(tmp_path / "out", ["hadw"], {"gsm8k": str(broken)})
+    record = [{"problem": "1+1?", "answer": "2"}]
+    with pytest.raises(ValueError, match="an evaluation set needs an EvalSetting"):
+        data.build_rows("math500", record, "hadw")  # no sample count: verl would fall back to val_kwargs.n
+    with pytest.raises(ValueError, match="a training set must not get one"):
+        data.build_rows("math_train", record, "hadw", K.EvalSetting(4))
 
 
 # --------------------------------------------------------------------------------------------- reward

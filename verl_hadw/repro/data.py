@@ -12,14 +12,12 @@ Output, per paper (the configs read ``${paths.data}/<paper>/<name>.parquet``)::
         hadw: math500.{greedy,avg4} aime25.avg16 amc23.{avg16,greedy} minerva.{greedy,avg4} olympiadbench.avg4
         dgpo: aime24.avg32 aime25.avg32 amc23.avg32 math500.avg4 minerva.avg4 olympiadbench.avg4
 
-Rows follow verl's RL dataset format: ``data_source`` (the benchmark id, which picks the reward checker and
-names verl's validation metrics), ``prompt`` (chat messages with the paper's template), ``ability``,
-``reward_model: {style: rule, ground_truth}``, ``extra_info`` (split, index, id, level, subject, question) and,
-in evaluation files only, two per-prompt columns verl 0.9.1 reads in validation: ``__rollout_n__`` (samples per
-prompt: 1 for ``greedy``, k for ``avg<k>``) and ``agent_name`` (the agent loop: verl's ``single_turn_agent``,
-which decodes with ``rollout.val_kwargs``, or ``greedy_single_turn_agent`` at temperature 0). Greedy and sampled
-benchmarks thus share one validation pass. Training files carry neither: verl would use them instead of
-``rollout.n`` and the training sampling.
+Rows follow verl's RL dataset format: ``data_source`` (the benchmark id: reward checker, metric names),
+``prompt`` (chat messages with the paper's template), ``ability``, ``reward_model: {style: rule, ground_truth}``,
+``extra_info`` (split, index, id, level, subject, question) and, in evaluation files only, two per-prompt columns
+verl 0.9.1 reads in validation: ``__rollout_n__`` (1 for ``greedy``, k for ``avg<k>``) and ``agent_name`` (verl's
+``single_turn_agent`` at ``rollout.val_kwargs``, or ``greedy_single_turn_agent`` at temperature 0), so greedy and
+sampled benchmarks share one pass. Training files carry neither (verl would prefer them to the training settings).
 """
 
 from __future__ import annotations
@@ -228,8 +226,7 @@ def load_records(name: str, source: str | Path | None = None, cache_dir: str | N
 
 # ------------------------------------------------------------------------------------------------ building
 def build_rows(name: str, records: list[dict], paper: str, setting: EvalSetting | None = None) -> list[dict]:
-    """verl rows for one dataset and paper (prompt template, ground truth, extra_info); evaluation rows also get
-    ``setting``'s per-prompt sample count and agent loop (required for evaluation sets, refused for training)."""
+    """verl rows for one dataset and paper; evaluation rows also get ``setting``'s sample count and agent loop."""
     ds = DATASETS[name]
     template = TEMPLATES[paper]
     if (setting is None) != (ds.split == "train"):
@@ -340,10 +337,8 @@ def prepare(
             if name not in loaded:
                 continue
             records, origin = loaded[name]
-            if DATASETS[name].split == "train":
-                variants = {name: None}
-            else:
-                variants = {f: s for f, s in eval_files(paper).items() if f.split(".", 1)[0] == name}
+            variants = {name: None} if DATASETS[name].split == "train" else {
+                f: s for f, s in eval_files(paper).items() if f.split(".", 1)[0] == name}
             for stem, setting in variants.items():
                 rows = build_rows(name, records, paper, setting)
                 path = Path(out) / paper / f"{stem}.parquet"
