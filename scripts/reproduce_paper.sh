@@ -20,7 +20,7 @@
 # scripts/train.sh (VERL_HADW_DATA, VERL_HADW_OUTPUT, VERL_HADW_PYTHON, VERL_HADW_KEEP).
 set -euo pipefail
 
-usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 [[ $# -ge 1 ]] || usage 2
 paper=$1
 shift

@@ -24,7 +24,7 @@
 # Slurm job skip runs that have it.
 set -euo pipefail
 
-usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 [[ $# -ge 1 ]] || usage 2
 case $1 in -h|--help) usage 0 ;; esac
 run=$1
