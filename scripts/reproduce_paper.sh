@@ -2,19 +2,25 @@
 # Every run of one paper's tables, in table order, each once (runs shared by several tables run once).
 # Used by scripts/reproduce_hadw.sh and scripts/reproduce_dgpo.sh; see `verl-hadw configs --plan <paper>`.
 #
-# usage: scripts/reproduce_paper.sh hadw|dgpo [--dry-run] [--only GLOB] [--slurm] [--nodes N] [-- overrides...]
+# usage: scripts/reproduce_paper.sh hadw|dgpo [--dry-run] [--only GLOB] [--slurm] [--nodes N]
+#          [--sbatch-args 'ARGS'] [-- overrides...]
 #   --dry-run  print what would run (and what is already done), launch nothing
 #   --only     only the runs matching a shell pattern, e.g. --only 'dgpo_t4_*' (Table 4)
 #   --slurm    submit one sbatch job per pending step (scripts/slurm/train.sbatch) instead of running here;
-#              training jobs run in parallel, each evaluation waits for its training job (afterok)
+#              training jobs run in parallel, each evaluation waits for its training job (afterok). Works from
+#              any directory: the jobs get this checkout, the absolute data/output paths and the interpreter
+#              through sbatch --export.
 #   --nodes N  nodes per Slurm job (default 1; the papers used one 8-GPU node)
+#   --sbatch-args  extra sbatch options for every job, e.g. '--partition=gpu --account=x --time=1-00:00:00'
 #   overrides  passed to every run, e.g. -- trainer.logger=[console,tensorboard,file,wandb]
+# What the plan costs (steps, samples, checkpoint disk, GPU-hours): verl-hadw configs --plan PAPER --costs
 #
 # Resumable: a step whose <run_dir>/DONE (train) or <run_dir>/eval/DONE (eval) exists is skipped, and an
-# interrupted run resumes from its last verl checkpoint. Just run the script again.
+# interrupted run resumes from its last verl checkpoint. Just run the script again. Environment: see
+# scripts/train.sh (VERL_HADW_DATA, VERL_HADW_OUTPUT, VERL_HADW_PYTHON, VERL_HADW_KEEP).
 set -euo pipefail
 
-usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 [[ $# -ge 1 ]] || usage 2
 paper=$1
 shift
@@ -23,6 +29,7 @@ dry=0
 slurm=0
 nodes=1
 only=
+sbatch_args=()
 overrides=()
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -32,6 +39,8 @@ while [[ $# -gt 0 ]]; do
     --only=*) only=${1#--only=} ;;
     --nodes) nodes=$2; shift ;;
     --nodes=*) nodes=${1#--nodes=} ;;
+    --sbatch-args) read -r -a sbatch_args <<<"$2"; shift ;;
+    --sbatch-args=*) read -r -a sbatch_args <<<"${1#--sbatch-args=}" ;;
     -h|--help) usage 0 ;;
     --) shift; overrides+=("$@"); break ;;
     *) echo "reproduce: unknown argument '$1' (hydra overrides go after --)" >&2; usage 2 ;;
@@ -40,11 +49,31 @@ while [[ $# -gt 0 ]]; do
 done
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+home=$(cd "$here/.." && pwd)
 PY=${VERL_HADW_PYTHON:-python3}
+if ! PY=$(command -v "$PY"); then  # absolute: a Slurm job's PATH may not have the same python3
+  echo "reproduce: interpreter '${VERL_HADW_PYTHON:-python3}' not found; set VERL_HADW_PYTHON" >&2
+  exit 2
+fi
+keep=${VERL_HADW_KEEP:-final}
+if [[ ! $keep =~ ^(final|all|[1-9][0-9]*)$ ]]; then
+  echo "reproduce: VERL_HADW_KEEP=$keep: use final, all or a positive number of checkpoints" >&2
+  exit 2
+fi
 abspath() { case $1 in /*) printf '%s\n' "$1" ;; *) printf '%s\n' "$PWD/$1" ;; esac; }
-export VERL_HADW_DATA VERL_HADW_OUTPUT
+export VERL_HADW_DATA VERL_HADW_OUTPUT VERL_HADW_PYTHON=$PY VERL_HADW_KEEP=$keep
 VERL_HADW_DATA=$(abspath "${VERL_HADW_DATA:-data}")
 VERL_HADW_OUTPUT=$(abspath "${VERL_HADW_OUTPUT:-runs}")
+# what every Slurm job needs, whatever the site's default for exporting the submitting shell's environment
+job_env=(VERL_HADW_HOME="$home" VERL_HADW_DATA="$VERL_HADW_DATA" VERL_HADW_OUTPUT="$VERL_HADW_OUTPUT"
+  VERL_HADW_PYTHON="$PY" VERL_HADW_KEEP="$keep")
+for pair in "${job_env[@]}"; do
+  if [[ $pair == *,* ]]; then
+    echo "reproduce: --slurm cannot pass '$pair' (sbatch --export splits on commas); use a path without commas" >&2
+    exit 2
+  fi
+done
+export_arg=$(IFS=,; echo "--export=ALL,${job_env[*]}")
 
 plan=$("$PY" -m verl_hadw.cli configs --plan "$paper" --with-dirs ${only:+--only "$only"} \
   "paths.data=$VERL_HADW_DATA" "paths.output=$VERL_HADW_OUTPUT" "${overrides[@]}")
@@ -71,8 +100,8 @@ while read -r action run run_dir; do
   if [[ $slurm == 1 ]]; then
     dep=()
     [[ $action == eval && -n ${train_job[$run]:-} ]] && dep=("--dependency=afterok:${train_job[$run]}")
-    job=$(sbatch --parsable --nodes="$nodes" --job-name="$run${flag:+-eval}" "${dep[@]}" \
-      "$here/slurm/train.sbatch" "$run" "${flag[@]}" "${overrides[@]}" </dev/null)
+    job=$(sbatch --parsable --nodes="$nodes" --job-name="$run${flag:+-eval}" "$export_arg" "${sbatch_args[@]}" \
+      "${dep[@]}" "$here/slurm/train.sbatch" "$run" "${flag[@]}" "${overrides[@]}" </dev/null)
     job=${job%%;*}
     [[ $action == train ]] && train_job[$run]=$job
     echo "[$i/$total] submitted $action $run: job $job"

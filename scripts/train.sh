@@ -14,13 +14,17 @@
 #   VERL_HADW_OUTPUT  run output root (default ./runs): <root>/<project>/<run>/{checkpoints,tensorboard,metrics,logs}
 #   VERL_HADW_PYTHON  interpreter with verl + verl-hadw installed (default: python3)
 #   VERL_HADW_LAUNCH_PREFIX  command prefix for main_ppo (scripts/slurm/train.sbatch sets `srun --overlap ...`)
+#   VERL_HADW_KEEP    checkpoints kept once the run is DONE: final (default: the last step's weights, no
+#                     optimizer state), all (verl's checkpoints as they are) or N (the newest N, whole)
 #
 # Resumable: verl resumes from the newest checkpoint in <run_dir>/checkpoints (trainer.resume_mode=auto) and the
-# HA-DW anchor comes back with it (HadwCheckpointCallback). <run_dir>/DONE (or eval/DONE) marks a finished run;
-# the reproduce scripts and the Slurm job skip runs that have it.
+# HA-DW anchor comes back with it (HadwCheckpointCallback). A resume skips verl's pre-training validation
+# (trainer.val_before_train=false) unless that checkpoint's validation is missing from the logs, and drops the
+# checkpoints it supersedes. <run_dir>/DONE (or eval/DONE) marks a finished run; the reproduce scripts and the
+# Slurm job skip runs that have it.
 set -euo pipefail
 
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 [[ $# -ge 1 ]] || usage 2
 case $1 in -h|--help) usage 0 ;; esac
 run=$1
@@ -39,6 +43,11 @@ for arg in "$@"; do
 done
 
 PY=${VERL_HADW_PYTHON:-python3}
+keep=${VERL_HADW_KEEP:-final}
+if [[ ! $keep =~ ^(final|all|[1-9][0-9]*)$ ]]; then  # checked now, not after days of training
+  echo "train.sh: VERL_HADW_KEEP=$keep: use final, all or a positive number of checkpoints" >&2
+  exit 2
+fi
 abspath() { case $1 in /*) printf '%s\n' "$1" ;; *) printf '%s\n' "$PWD/$1" ;; esac; }
 export VERL_HADW_DATA VERL_HADW_OUTPUT
 VERL_HADW_DATA=$(abspath "${VERL_HADW_DATA:-data}")
@@ -53,11 +62,17 @@ fi
 # environment may differ from this shell's (e.g. on a Ray cluster started earlier).
 overrides=("paths.data=$VERL_HADW_DATA" "paths.output=$VERL_HADW_OUTPUT" "${overrides[@]}")
 
-{ read -r cfg_dir && read -r run_dir; } < <("$PY" -m verl_hadw.cli configs --locate "$run" "${overrides[@]}" || echo)
-if [[ -z ${run_dir:-} ]]; then
+# config dir, run dir, checkpoint dir, and the overrides of this start (a resume: trainer.val_before_train=false)
+{ read -r cfg_dir && read -r run_dir && read -r ckpt_dir && read -r start_overrides; } < \
+  <("$PY" -m verl_hadw.cli configs --locate "$run" "${overrides[@]}" || echo)
+if [[ -z ${ckpt_dir:-} ]]; then
   echo "train.sh: could not compose run '$run' (see the error above; runs: verl-hadw configs --list)" >&2
   exit 2
 fi
+resume=()
+[[ -n $start_overrides ]] && read -r -a resume <<<"$start_overrides"
+# before the user's overrides, so that an explicit trainer.val_before_train=... still wins
+overrides=("${overrides[@]:0:2}" "${resume[@]}" "${overrides[@]:2}")
 log_dir=$run_dir
 [[ $mode == eval ]] && log_dir=$run_dir/eval
 stamp=$(date +%Y%m%d-%H%M%S)${SLURM_JOB_ID:+-job$SLURM_JOB_ID}${SLURM_RESTART_COUNT:+-restart$SLURM_RESTART_COUNT}
@@ -86,6 +101,11 @@ fi
 # Hydra keeps the composed config and the overrides of every attempt in $log_dir/hydra/<stamp>/.hydra/
 mkdir -p "$log_dir/metrics" "$log_dir/logs"
 echo "[train.sh] $mode $run -> $log_dir (log: $log_dir/logs/$stamp.log)"
+if [[ $mode == train && -f $ckpt_dir/latest_checkpointed_iteration.txt ]]; then
+  echo "[train.sh] resuming from $ckpt_dir/global_step_$(<"$ckpt_dir/latest_checkpointed_iteration.txt")${resume[*]:+ (${resume[*]})}"
+  "$PY" -m verl_hadw.repro.launch prune "$ckpt_dir" --keep "$keep" --resume ||
+    echo "[train.sh] warning: could not drop superseded checkpoints in $ckpt_dir" >&2
+fi
 set +e
 "${prefix[@]}" "${cmd[@]}" 2>&1 | tee -a "$log_dir/logs/$stamp.log"
 status=${PIPESTATUS[0]}
@@ -96,3 +116,7 @@ if [[ $status -ne 0 ]]; then
 fi
 date -u +%FT%TZ >"$log_dir/DONE"
 echo "[train.sh] $mode $run finished: $log_dir/DONE"
+if [[ $mode == train ]]; then  # retention: the run is done, no resume will need its optimizer state
+  "$PY" -m verl_hadw.repro.launch prune "$ckpt_dir" --keep "$keep" ||
+    echo "[train.sh] warning: pruning $ckpt_dir failed (VERL_HADW_KEEP=$keep); the run itself is complete" >&2
+fi

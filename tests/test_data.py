@@ -13,7 +13,6 @@ import pytest
 from verl_hadw import cli
 from verl_hadw.repro import data, reward
 from verl_hadw.repro import catalogue as K
-from verl_hadw.repro.catalogue import BENCHMARKS
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 LOCAL = {
@@ -78,17 +77,22 @@ def test_prepare_from_local_files(tmp_path, no_hub, capsys):
     assert cli.main(["data", "--out", str(tmp_path), *sum((["--source", s] for s in SOURCES), [])]) == 0
     assert no_hub == []  # local copies given: the Hub is never asked
     for paper in K.PAPERS:
-        names = K.paper_datasets(paper)
-        for name in names:
-            rows = _rows(tmp_path / paper / f"{name}.parquet")
+        stems = ["math_train", *K.eval_files(paper)]
+        assert sorted(p.stem for p in (tmp_path / paper).glob("*.parquet")) == sorted(stems)
+        for stem in stems:
+            name = stem.split(".")[0]
+            rows = _rows(tmp_path / paper / f"{stem}.parquet")
             assert [r["reward_model"]["ground_truth"] for r in rows] == EXPECTED_GT[name]
             assert {r["data_source"] for r in rows} == {name} and all(r["ability"] == "math" for r in rows)
             assert [r["extra_info"]["index"] for r in rows] == list(range(len(rows)))
             if name == "math_train":
-                # the training file must not carry __rollout_n__ (verl would use it instead of rollout.n)
-                assert "__rollout_n__" not in rows[0] and rows[0]["extra_info"]["split"] == "train"
-            else:
-                assert {r["__rollout_n__"] for r in rows} == {K.EVAL_SAMPLES[paper][name]}
+                # the training file carries neither per-prompt column (verl would use them instead of rollout.n
+                # and the training sampling)
+                assert "__rollout_n__" not in rows[0] and "agent_name" not in rows[0]
+                assert rows[0]["extra_info"]["split"] == "train"
+            else:  # the file name says the setting; every row carries it
+                setting = K.eval_files(paper)[stem]
+                assert {(r["__rollout_n__"], r["agent_name"]) for r in rows} == {(setting.samples, setting.agent)}
     hadw = _rows(tmp_path / "hadw" / "math_train.parquet")
     assert hadw[0]["prompt"] == [{"role": "user", "content": "What is $2+3$? Let's think step by step and output "
                                                                 "the final answer within \\boxed{}."}]
@@ -99,34 +103,48 @@ def test_prepare_from_local_files(tmp_path, no_hub, capsys):
     ]
     # MATH levels kept for the hard-prompt analysis ("Level ?" -> null), subjects too
     assert [r["extra_info"]["level"] for r in hadw] == [1, 2, None, 5]
-    assert [r["extra_info"]["level"] for r in _rows(tmp_path / "dgpo" / "math500.parquet")] == [2, 1, 4]
-    assert _rows(tmp_path / "dgpo" / "math500.parquet")[0]["extra_info"]["id"] == "test/algebra/1.json"
-    # the papers' evaluation protocols: avg@16 on AIME25/AMC23 (HA-DW), avg@32 / avg@4 (DGPO)
-    assert K.EVAL_SAMPLES["hadw"]["aime25"] == 16 and K.EVAL_SAMPLES["hadw"]["amc23"] == 16
-    assert {K.EVAL_SAMPLES["dgpo"][b] for b in ("aime24", "aime25", "amc23")} == {32}
-    assert {K.EVAL_SAMPLES["dgpo"][b] for b in ("math500", "minerva", "olympiadbench")} == {4}
-    assert "13 files" in capsys.readouterr().out
+    assert [r["extra_info"]["level"] for r in _rows(tmp_path / "dgpo" / "math500.avg4.parquet")] == [2, 1, 4]
+    assert _rows(tmp_path / "dgpo" / "math500.avg4.parquet")[0]["extra_info"]["id"] == "test/algebra/1.json"
+    # the files the protocols need: HA-DW greedy + avg4 MATH500 / Minerva, avg16 + greedy AMC23, avg16 AIME25,
+    # avg4 OlympiadBench; DGPO avg32 on AIME24/AIME25/AMC23, avg4 on the others
+    assert sorted(K.eval_files("hadw")) == sorted([
+        "math500.greedy", "math500.avg4", "aime25.avg16", "amc23.avg16", "amc23.greedy", "minerva.greedy",
+        "minerva.avg4", "olympiadbench.avg4"])
+    assert {f: s.tag for f, s in K.eval_files("dgpo").items()} == {
+        "aime24.avg32": "avg32", "aime25.avg32": "avg32", "amc23.avg32": "avg32", "math500.avg4": "avg4",
+        "minerva.avg4": "avg4", "olympiadbench.avg4": "avg4"}
+    assert "16 files" in capsys.readouterr().out
 
 
 def test_verl_reads_the_evaluation_files_as_one_dataset(tmp_path, monkeypatch):
-    """verl's own RLHFDataset concatenates a paper's evaluation files (one schema) and passes our columns on."""
+    """verl's own RLHFDataset concatenates a paper's evaluation files (one schema) and passes our columns on:
+    the per-prompt sample count and agent loop that verl's validation reads."""
     import datasets
     from omegaconf import OmegaConf
     from verl.utils.dataset.rl_dataset import RLHFDataset
 
-    data.prepare(tmp_path, ["dgpo"], dict(s.split("=", 1) for s in SOURCES), log=lambda *_: None)  # local only
+    from verl_hadw.repro.compose import compose_run
+
+    data.prepare(tmp_path, ["dgpo", "hadw"], dict(s.split("=", 1) for s in SOURCES), log=lambda *_: None)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", str(tmp_path / "hf-cache"))
-    files = [str(tmp_path / "dgpo" / f"{b}.parquet") for b in BENCHMARKS["dgpo"]]
     cfg = OmegaConf.create({"filter_overlong_prompts": False, "prompt_key": "prompt"})
-    dataset = RLHFDataset(files, tokenizer=None, config=cfg)
+    # the files the configs name: DGPO's final evaluation, a HA-DW DAPO run's validation (paper protocol)
+    dgpo_files = list(compose_run("dgpo_t1_dgpo", ["+eval=dgpo", f"paths.data={tmp_path}"]).data.val_files)
+    dataset = RLHFDataset(dgpo_files, tokenizer=None, config=cfg)
     assert len(dataset) == 2 + 2 + 2 + 3 + 2 + 2
     first = dataset[0]
-    assert first["data_source"] == "aime24" and first["__rollout_n__"] == 32
+    assert first["data_source"] == "aime24" and first["__rollout_n__"] == 32 and first["agent_name"] == K.SAMPLED_AGENT
     assert first["raw_prompt"][0]["role"] == "system" and first["reward_model"]["ground_truth"] == "024"
     math500 = dataset[6]
     assert math500["data_source"] == "math500" and math500["__rollout_n__"] == 4
     assert math500["extra_info"]["level"] == 2
+    hadw_files = list(compose_run("hadw_t1_qwen3_4b_dapo", [f"paths.data={tmp_path}"]).data.val_files)
+    hadw = RLHFDataset(hadw_files, tokenizer=None, config=cfg)
+    got = {(hadw[i]["data_source"], hadw[i]["__rollout_n__"], hadw[i]["agent_name"]) for i in range(len(hadw))}
+    greedy, sampled = K.GREEDY_AGENT, K.SAMPLED_AGENT
+    assert got == {("math500", 1, greedy), ("aime25", 16, sampled), ("amc23", 1, greedy), ("minerva", 1, greedy),
+                   ("olympiadbench", 4, sampled)}
 
 
 def test_prepare_from_hugging_face(tmp_path, monkeypatch):
@@ -144,12 +162,12 @@ def test_prepare_from_hugging_face(tmp_path, monkeypatch):
 
     monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
     written = data.prepare(tmp_path, ["hadw"], cache_dir="/cache", log=lambda *_: None)
-    assert sorted(written) == sorted(f"hadw/{n}" for n in K.paper_datasets("hadw"))
+    assert sorted(written) == sorted(f"hadw/{n}" for n in ["math_train", *K.eval_files("hadw")])
     assert (("DigitalLearningGmbH/MATH-lighteval", "default"), "train", "/cache") in asked
     assert (("HuggingFaceH4/MATH-500",), "test", "/cache") in asked
     assert (("yentinglin/aime_2025",), "train", "/cache") in asked
     assert len(asked) == len(K.paper_datasets("hadw"))  # aime24 is DGPO-only
-    assert [r["reward_model"]["ground_truth"] for r in _rows(tmp_path / "hadw" / "aime25.parquet")] == ["70", "21"]
+    assert [r["reward_model"]["ground_truth"] for r in _rows(tmp_path / "hadw" / "aime25.avg16.parquet")] == ["70", "21"]
 
 
 def test_neither_hub_nor_local_copy_fails_clearly(tmp_path, no_hub, capsys):
@@ -171,6 +189,11 @@ def test_bad_local_inputs_name_the_problem(tmp_path, no_hub):
         data.prepare(tmp_path / "out", ["hadw"], {"amc23": str(tmp_path / "missing.csv")}, only=["amc23"])
     with pytest.raises(data.DataSourceError, match="unknown dataset"):
         data.prepare(tmp_path / "out", ["hadw"], {"gsm8k": str(broken)})
+    record = [{"problem": "1+1?", "answer": "2"}]
+    with pytest.raises(ValueError, match="an evaluation set needs an EvalSetting"):
+        data.build_rows("math500", record, "hadw")  # no sample count: verl would fall back to val_kwargs.n
+    with pytest.raises(ValueError, match="a training set must not get one"):
+        data.build_rows("math_train", record, "hadw", K.EvalSetting(4))
 
 
 # --------------------------------------------------------------------------------------------- reward
@@ -194,8 +217,9 @@ def test_reward_per_dataset_through_verls_loader(tmp_path, no_hub, inline_math_v
     data.prepare(tmp_path, ["hadw", "dgpo"], dict(s.split("=", 1) for s in SOURCES), log=lambda *_: None)
     for run, paper in (("hadw_t1_qwen3_4b_dapo", "hadw"), ("dgpo_t1_grpo", "dgpo")):
         score = get_custom_reward_fn(compose_run(run))
-        for name in K.paper_datasets(paper):
-            for row in _rows(tmp_path / paper / f"{name}.parquet"):
+        for stem in ["math_train", *K.eval_files(paper)]:
+            name = stem.split(".")[0]
+            for row in _rows(tmp_path / paper / f"{stem}.parquet"):
                 gt = row["reward_model"]["ground_truth"]
                 right = score(data_source=name, solution_str=f"Reasoning... \\boxed{{{gt}}}", ground_truth=gt,
                               extra_info=row["extra_info"])

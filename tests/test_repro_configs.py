@@ -97,13 +97,16 @@ def test_eval_layer_composes_and_validates(run, paper, capsys):
     resolved = C.validate_like_main_ppo(cfg, deep=True)["resolved"]
     capsys.readouterr()
     assert resolved.trainer.val_only is True and resolved.trainer.resume_mode == "auto"
+    # only the weights are read: the optimizer state may have been pruned after DONE (VERL_HADW_KEEP=final)
+    assert list(resolved.actor_rollout_ref.actor.checkpoint.load_contents) == ["model"]
+    stems = [Path(f).name.removesuffix(".parquet") for f in resolved.data.val_files]
     if paper == "dgpo":
-        # all six benchmarks; prompt + completion = 4096 = Qwen2.5-Math-7B's context (lighteval max_model_length)
-        assert [Path(f).stem for f in resolved.data.val_files] == list(K.BENCHMARKS["dgpo"])
+        # all six benchmarks at avg@32 / avg@4; prompt + completion = 4096 = Qwen2.5-Math-7B's context
+        assert stems == [f"{b}.{s.tag}" for b, s in K.EVAL_PROTOCOLS["dgpo"]["paper"].items()]
         assert resolved.data.max_prompt_length + resolved.data.max_response_length == 4096
         assert resolved.actor_rollout_ref.rollout.response_length == 3072
     else:
-        assert [Path(f).stem for f in resolved.data.val_files] == list(K.BENCHMARKS["hadw"])
+        assert stems == [f"{b}.{s.tag}" for b, s in K.EVAL_PROTOCOLS["hadw"]["paper"].items()]
 
 
 def test_validation_catches_a_broken_override():
@@ -159,6 +162,10 @@ def _expect(run: str) -> dict:
                 exp["algorithm.hadw.anchor.fixed_value"] = int(run[-2:]) / 10
         if run == "hadw_t3_qwen3_4b_grpo_g16":
             exp["actor_rollout_ref.rollout.n"] = 16
+        # sampled evaluation rows: temperature 0.6 / top-p 0.95 (CHOICE); greedy rows: the greedy agent loop
+        exp.update({"actor_rollout_ref.rollout.val_kwargs.temperature": 0.6,
+                    "actor_rollout_ref.rollout.val_kwargs.top_p": 0.95, "evaluation.protocol": "paper",
+                    "actor_rollout_ref.model.external_lib": "verl_hadw.repro.eval_agent"})
     else:
         exp.update({"data.train_batch_size": 32, "actor_rollout_ref.actor.ppo_mini_batch_size": 32,
                     "actor_rollout_ref.rollout.n": 8, "data.max_prompt_length": 512, "data.max_response_length": 1024,
@@ -196,6 +203,26 @@ def test_paper_hyperparameters(run, composed):
     if OmegaConf.select(cfg, "algorithm.adv_estimator") == "dgpo":
         # the valid-token averaging is exact only with one optimiser mini-batch per step
         assert cfg.actor_rollout_ref.actor.ppo_mini_batch_size == cfg.data.train_batch_size
+
+
+def _val_stems(cfg) -> list[str]:
+    return [Path(str(f)).name.removesuffix(".parquet") for f in cfg.data.val_files]
+
+
+@pytest.mark.parametrize("run", [r for r in RUN_FILES if r.startswith("hadw_")])
+def test_hadw_validation_follows_the_evaluation_protocol(run, composed):
+    """The paper protocol by method family (DAPO scores AMC23 greedily), the switch to the sampled one, and the
+    verl knobs the protocol relies on."""
+    cfg = composed[run]
+    protocol = "paper_dapo" if "_dapo" in run else "paper"
+    assert _val_stems(cfg) == [f"{b}.{s.tag}" for b, s in K.EVAL_PROTOCOLS["hadw"][protocol].items()]
+    assert {f"{b}.{s.tag}" for b, s in K.EVAL_PROTOCOLS["hadw"][protocol].items()} <= set(K.eval_files("hadw"))
+    assert cfg.actor_rollout_ref.rollout.val_kwargs.temperature > 0  # the sampled rows really sample
+    if run in ("hadw_t1_qwen3_4b_grpo", "hadw_t1_llama3_3b_dapo_hadw"):
+        sampled = C.compose_run(run, ["evaluation.protocol=sampled"])
+        assert _val_stems(sampled) == [f"{b}.{s.tag}" for b, s in K.EVAL_PROTOCOLS["hadw"]["sampled"].items()]
+        with pytest.raises(Exception, match="greedy"):
+            OmegaConf.to_container(C.compose_run(run, ["evaluation.protocol=greedy"]).data, resolve=True)
 
 
 def test_signed_dapo_threshold_separates_correct_from_wrong(composed):
@@ -241,3 +268,51 @@ def test_run_differs_from_its_baseline_only_where_the_paper_does(run, baseline, 
     if K.ALIASES.get(run, run) != baseline:
         expected.add("trainer.experiment_name")
     assert differing == expected
+
+
+# ------------------------------------------------------------------------------------------ plan costs
+def test_run_cost_from_the_composed_config(composed):
+    """Each figure recomputed here from the paper's settings (steps from epochs, verl's test cadence, avg@k x
+    benchmark sizes, 12 bytes per parameter for a checkpoint with AdamW state)."""
+    from verl_hadw.repro.costs import run_cost
+
+    hadw_pass = {"paper": 500 + 16 * 30 + 16 * 40 + 272 + 4 * 675, "paper_dapo": 500 + 16 * 30 + 40 + 272 + 4 * 675,
+                 "sampled": 4 * 500 + 16 * 30 + 16 * 40 + 4 * 272 + 4 * 675}
+    assert hadw_pass == {"paper": 4592, "paper_dapo": 3992, "sampled": 6908}
+    grpo = run_cost(composed["hadw_t1_qwen3_4b_grpo"], "train", "hadw_t1_qwen3_4b_grpo")
+    assert (grpo.steps, grpo.train_samples) == (3 * (7500 // 256), 87 * 256 * 8) == (87, 178_176)
+    assert (grpo.val_passes, grpo.val_per_pass, grpo.val_greedy_per_pass) == (1 + 17 + 1, 4592, 772)
+    assert grpo.ckpt_each == 12 * 4.02e9 and grpo.ckpt_peak == 2 * grpo.ckpt_each and grpo.save_freq == 10
+    assert grpo.ckpt_after == 4 * 4.02e9  # VERL_HADW_KEEP=final: the last weights
+    dapo = run_cost(composed["hadw_t1_qwen3_8b_dapo"], "train", "hadw_t1_qwen3_8b_dapo", keep="all")
+    assert (dapo.steps, dapo.val_passes, dapo.val_per_pass) == (261, 1 + 52 + 1, 3992)
+    assert dapo.ckpt_after == dapo.ckpt_peak == 2 * 12 * 8.19e9
+    g16 = run_cost(composed["hadw_t3_qwen3_4b_grpo_g16"], "train", "hadw_t3_qwen3_4b_grpo_g16", keep=1)
+    assert g16.train_samples == 2 * grpo.train_samples and g16.ckpt_after == g16.ckpt_each
+    old = run_cost(C.compose_run("hadw_t1_qwen3_4b_grpo", ["evaluation.protocol=sampled"]), "train", "x")
+    assert old.val_samples == 19 * 6908 and old.gpu_hours > grpo.gpu_hours
+    dgpo = run_cost(composed["dgpo_t1_dgpo"], "train", "dgpo_t1_dgpo")
+    assert (dgpo.steps, dgpo.train_samples, dgpo.val_passes, dgpo.val_per_pass) == (230, 230 * 32 * 8, 24, 4 * 500)
+    final = run_cost(C.compose_run("dgpo_t1_dgpo", ["+eval=dgpo"]), "eval", "dgpo_t1_dgpo")
+    assert (final.steps, final.train_samples, final.val_passes) == (0, 0, 1)
+    assert final.val_per_pass == 32 * (30 + 30 + 40) + 4 * (500 + 272 + 675) and final.ckpt_after == 0
+
+
+def test_plan_costs_cli_keeps_the_launcher_format(capsys):
+    from verl_hadw import cli
+
+    assert cli.main(["configs", "--plan", "dgpo", "--only", "dgpo_t1_*"]) == 0
+    plain = capsys.readouterr().out.splitlines()
+    assert plain == ["eval dgpo_t1_base", "train dgpo_t1_grpo", "eval dgpo_t1_grpo", "train dgpo_t1_dgpo",
+                     "eval dgpo_t1_dgpo"]  # what scripts/reproduce_paper.sh reads
+    assert cli.main(["configs", "--plan", "dgpo", "--only", "dgpo_t1_*", "--costs", "--keep", "all"]) == 0
+    table = capsys.readouterr().out
+    rows = {tuple(line.split()[:2]): line.split() for line in table.splitlines() if line.startswith(("train ", "eval "))}
+    assert rows["train", "dgpo_t1_grpo"][2:7] == ["230", "58,880", "24", "x", "2,000"]
+    eval_pass = 32 * (30 + 30 + 40) + 4 * (500 + 272 + 675)
+    assert rows["eval", "dgpo_t1_base"][2:7] == ["0", "0", "1", "x", f"{eval_pass:,}"]
+    total = next(line for line in table.splitlines() if line.startswith("TOTAL (3 eval, 2 train)")).split()
+    assert total[5:8] == ["460", "117,760", f"{2 * 24 * 2000 + 3 * eval_pass:,}"]
+    assert "VERL_HADW_KEEP=all" in table and "12 B/param" in table
+    assert cli.main(["configs", "--plan", "hadw", "--only", "hadw_t1_qwen3_4b_grpo", "--costs", "--keep", "x"]) == 2
+    assert "VERL_HADW_KEEP='x'" in capsys.readouterr().err

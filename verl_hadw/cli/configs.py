@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from verl_hadw.repro.catalogue import ALIASES, PAPERS, plan
@@ -21,15 +22,27 @@ def _cmd_configs(args: argparse.Namespace) -> int:
         steps = plan(args.plan, args.only)
         if not steps:
             raise ValueError(f"--only {args.only!r} matches no run of the {args.plan} plan")
+        if args.costs:  # a table for humans; the 'train RUN' / 'eval RUN' lines stay the launchers' format
+            from verl_hadw.repro.costs import parse_keep, plan_costs, render
+
+            keep = parse_keep(args.keep or os.environ.get("VERL_HADW_KEEP"))
+            print(render(plan_costs(args.plan, args.only, overrides, keep), keep))
+            return 0
         for action, run in steps:
             line = f"{action} {run}"
             if args.with_dirs:
                 line += f" {run_dir(run, overrides)}"
             print(line)
         return 0
-    if args.locate:  # for the launchers: the config directory and the run directory, one per line
+    if args.locate:  # for the launchers, one per line: config dir, run dir, checkpoint dir, resume overrides
+        from verl_hadw.repro.costs import run_cost
+        from verl_hadw.repro.launch import resume_overrides
+
+        cfg = compose_run(args.locate, overrides)
         print(config_dir())
-        print(run_dir(args.locate, overrides))
+        print(cfg.paths.run_dir)
+        print(cfg.trainer.default_local_dir)
+        print(" ".join(resume_overrides(cfg, run_cost(cfg, "train", args.locate).steps)))
         return 0
     if args.show or args.get or args.validate:
         key, run = args.get if args.get else (None, args.show or args.validate)
@@ -69,9 +82,14 @@ def add_subcommand(sub) -> None:
     group.add_argument("--show", metavar="RUN", help="print RUN's composed config (with OVERRIDES), resolved")
     group.add_argument("--get", nargs=2, metavar=("KEY", "RUN"), help="print one resolved key of RUN's config")
     group.add_argument("--validate", metavar="RUN", help="run verl main_ppo's config checks and the plugin's on RUN")
-    group.add_argument("--locate", metavar="RUN", help="print the config directory and RUN's output directory")
+    group.add_argument("--locate", metavar="RUN", help="for the launchers: the config directory, RUN's output and "
+                       "checkpoint directories and the overrides of this start (a resume skips a redundant validation)")
     group.add_argument("--plan", choices=PAPERS, help="print a paper's launch plan: 'train RUN' / 'eval RUN' lines")
     p.add_argument("--with-dirs", action="store_true", help="with --plan: append each run's output directory")
+    p.add_argument("--costs", action="store_true", help="with --plan: instead of the plan lines, a table of what "
+                   "each step and the whole plan costs (steps, samples, checkpoint disk, GPU-hours estimate)")
+    p.add_argument("--keep", metavar="final|all|N", help="with --costs: the checkpoint retention after DONE "
+                   "(default: $VERL_HADW_KEEP, else final)")
     p.add_argument("--only", metavar="GLOB", help="with --plan: only runs matching this shell pattern (dgpo_t4_*)")
     p.add_argument("overrides", nargs="*", help="Hydra overrides, as on the main_ppo command line")
     p.set_defaults(func=configs_main)

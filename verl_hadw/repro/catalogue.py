@@ -1,5 +1,5 @@
 """The reproduction catalogue: one place for the papers' tables and numbers, the benchmarks and datasets, and
-the evaluation sample counts. ``verl-hadw configs/data/results`` and ``scripts/reproduce_*.sh`` read it.
+the evaluation protocols and model sizes. ``verl-hadw configs/data/results`` and ``scripts/reproduce_*.sh`` read it.
 
 Papers: HA-DW = arXiv 2601.08521 v2 (Tables 1, 2, 3, 7); DGPO/MathForge = arXiv 2601.20614 v1 (Tables 1, 3, 4).
 """
@@ -15,7 +15,12 @@ __all__ = [
     "BENCHMARK_NAMES",
     "TRAIN_SET",
     "DATASETS",
-    "EVAL_SAMPLES",
+    "EVAL_PROTOCOLS",
+    "EvalSetting",
+    "GREEDY_AGENT",
+    "SAMPLED_AGENT",
+    "MODEL_PARAMS",
+    "eval_files",
     "TABLES",
     "ALIASES",
     "EVAL_ONLY",
@@ -211,11 +216,78 @@ DATASETS: dict[str, Dataset] = {
     )
 }
 
-# Samples per evaluation prompt (__rollout_n__). HA-DW: avg@16 on AIME25 and AMC23 (paper); 4 elsewhere is our
-# choice (the paper is silent). DGPO: 32 on AIME24/AIME25/AMC23 and 4 on the others (§4.1, App. F).
-EVAL_SAMPLES: dict[str, dict[str, int]] = {
-    "hadw": {"math500": 4, "aime25": 16, "amc23": 16, "minerva": 4, "olympiadbench": 4},
-    "dgpo": {"aime24": 32, "aime25": 32, "amc23": 32, "math500": 4, "minerva": 4, "olympiadbench": 4},
+# ------------------------------------------------------------------------------------- evaluation protocols
+# How each benchmark is scored: k samples per prompt at the validation temperature (``avg<k>``), or one greedy
+# sample (``greedy``). `verl-hadw data` writes one file per (benchmark, setting), ``<paper>/<bench>.<tag>.parquet``,
+# whose rows carry verl's per-prompt sample count (``__rollout_n__``) and agent loop (``agent_name``); the
+# configs pick the files of a protocol. Evidence and choices: docs/reproduce.md, "Evaluation protocol".
+SAMPLED_AGENT = "single_turn_agent"  # verl's own loop: decodes with rollout.val_kwargs (temperature, top-p)
+GREEDY_AGENT = "greedy_single_turn_agent"  # verl_hadw.repro.eval_agent: the same loop at temperature 0
+
+
+@dataclass(frozen=True)
+class EvalSetting:
+    """Samples per prompt and decoding of one benchmark; greedy implies one sample (copies would be identical)."""
+
+    samples: int
+    greedy: bool = False
+
+    def __post_init__(self):
+        if self.samples < 1 or (self.greedy and self.samples != 1):
+            raise ValueError(f"EvalSetting({self.samples}, greedy={self.greedy}): greedy decoding takes exactly one "
+                             "sample per prompt (n > 1 at temperature 0 only repeats it); sampled takes >= 1")
+
+    @property
+    def tag(self) -> str:
+        return "greedy" if self.greedy else f"avg{self.samples}"
+
+    @property
+    def agent(self) -> str:
+        return GREEDY_AGENT if self.greedy else SAMPLED_AGENT
+
+    @classmethod
+    def from_tag(cls, tag: str) -> "EvalSetting":
+        if tag == "greedy":
+            return cls(1, True)
+        if tag.startswith("avg") and tag[3:].isdigit():
+            return cls(int(tag[3:]))
+        raise ValueError(f"unknown evaluation setting {tag!r}: use 'greedy' or 'avg<k>' (avg4, avg16, ...)")
+
+
+def _settings(**tags: str) -> dict[str, EvalSetting]:
+    return {bench: EvalSetting.from_tag(tag) for bench, tag in tags.items()}
+
+
+# paper -> protocol -> benchmark -> setting. HA-DW "paper": what the digits of Tables 1-3, 7 imply (one greedy
+# sample on MATH500 and Minerva; avg@16 sampled on AIME25 and, for GRPO/GSPO, AMC23; OlympiadBench sampled with a
+# count the digits cannot tell: CHOICE avg@4); DAPO runs score AMC23 greedily ("paper_dapo"). HA-DW "sampled":
+# the previous default (avg@4 / avg@16 at temperature 0.6). DGPO: §4.1 / App. F, avg@32 / avg@4 at 0.6.
+EVAL_PROTOCOLS: dict[str, dict[str, dict[str, EvalSetting]]] = {
+    "hadw": {
+        "paper": _settings(math500="greedy", aime25="avg16", amc23="avg16", minerva="greedy", olympiadbench="avg4"),
+        "paper_dapo": _settings(math500="greedy", aime25="avg16", amc23="greedy", minerva="greedy",
+                                olympiadbench="avg4"),
+        "sampled": _settings(math500="avg4", aime25="avg16", amc23="avg16", minerva="avg4", olympiadbench="avg4"),
+    },
+    "dgpo": {
+        "paper": _settings(aime24="avg32", aime25="avg32", amc23="avg32", math500="avg4", minerva="avg4",
+                           olympiadbench="avg4"),
+    },
+}
+
+
+def eval_files(paper: str) -> dict[str, EvalSetting]:
+    """Every evaluation file ``verl-hadw data`` writes for ``paper``: ``{"<bench>.<tag>": setting}``."""
+    return {f"{bench}.{s.tag}": s for protocol in EVAL_PROTOCOLS[paper].values() for bench, s in protocol.items()}
+
+
+# Parameter counts of the papers' models (their Hugging Face model cards / config.json), for the checkpoint-disk
+# and GPU-time estimates of `verl-hadw configs --plan PAPER --costs`. Keyed by the model id's last component.
+MODEL_PARAMS: dict[str, float] = {
+    "Qwen3-4B-Base": 4.02e9,
+    "Qwen3-8B-Base": 8.19e9,
+    "Llama-3.2-3B-Instruct": 3.21e9,
+    "Qwen2.5-Math-7B": 7.62e9,
 }
 
 

@@ -7,15 +7,17 @@ command stops with one message per missing dataset that says what to do.
 
 Output, per paper (the configs read ``${paths.data}/<paper>/<name>.parquet``)::
 
-    <out>/hadw/{math_train,math500,aime25,amc23,minerva,olympiadbench}.parquet
-    <out>/dgpo/{math_train,math500,aime24,aime25,amc23,minerva,olympiadbench}.parquet
+    <out>/<paper>/math_train.parquet
+    <out>/<paper>/<benchmark>.<tag>.parquet     one per setting of the paper's evaluation protocols:
+        hadw: math500.{greedy,avg4} aime25.avg16 amc23.{avg16,greedy} minerva.{greedy,avg4} olympiadbench.avg4
+        dgpo: aime24.avg32 aime25.avg32 amc23.avg32 math500.avg4 minerva.avg4 olympiadbench.avg4
 
-Rows follow verl's RL dataset format: ``data_source`` (the benchmark id, which picks the reward checker and
-names verl's validation metrics), ``prompt`` (chat messages with the paper's template), ``ability``,
-``reward_model: {style: rule, ground_truth}``, ``extra_info`` (split, index, id, level, subject, question) and,
-in evaluation files only, ``__rollout_n__``: verl 0.9.1's per-prompt sample count (how avg@16 / avg@32 / avg@4
-are obtained in one validation pass). Training files must not carry it: verl would use it instead of
-``rollout.n``.
+Rows follow verl's RL dataset format: ``data_source`` (the benchmark id: reward checker, metric names),
+``prompt`` (chat messages with the paper's template), ``ability``, ``reward_model: {style: rule, ground_truth}``,
+``extra_info`` (split, index, id, level, subject, question) and, in evaluation files only, two per-prompt columns
+verl 0.9.1 reads in validation: ``__rollout_n__`` (1 for ``greedy``, k for ``avg<k>``) and ``agent_name`` (verl's
+``single_turn_agent`` at ``rollout.val_kwargs``, or ``greedy_single_turn_agent`` at temperature 0), so greedy and
+sampled benchmarks share one pass. Training files carry neither (verl would prefer them to the training settings).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterable
 
-from verl_hadw.repro.catalogue import DATASETS, EVAL_SAMPLES, PAPERS, Dataset, paper_datasets
+from verl_hadw.repro.catalogue import DATASETS, PAPERS, Dataset, EvalSetting, eval_files, paper_datasets
 
 __all__ = [
     "TEMPLATES",
@@ -223,11 +225,12 @@ def load_records(name: str, source: str | Path | None = None, cache_dir: str | N
 
 
 # ------------------------------------------------------------------------------------------------ building
-def build_rows(name: str, records: list[dict], paper: str) -> list[dict]:
-    """verl rows for one dataset and paper (prompt template, ground truth, extra_info, eval sample count)."""
+def build_rows(name: str, records: list[dict], paper: str, setting: EvalSetting | None = None) -> list[dict]:
+    """verl rows for one dataset and paper; evaluation rows also get ``setting``'s sample count and agent loop."""
     ds = DATASETS[name]
     template = TEMPLATES[paper]
-    samples = None if ds.split == "train" else EVAL_SAMPLES[paper][name]
+    if (setting is None) != (ds.split == "train"):
+        raise ValueError(f"{name}: an evaluation set needs an EvalSetting and a training set must not get one")
     rows = []
     for position, record in enumerate(records):
         fields = extract_fields(name, record, position)
@@ -245,13 +248,14 @@ def build_rows(name: str, records: list[dict], paper: str) -> list[dict]:
                 "question": fields["question"],
             },
         }
-        if samples is not None:
-            row["__rollout_n__"] = samples
+        if setting is not None:
+            row["__rollout_n__"] = setting.samples
+            row["agent_name"] = setting.agent
         rows.append(row)
     return rows
 
 
-def _schema(with_samples: bool):
+def _schema(evaluation: bool):
     import pyarrow as pa
 
     message = pa.struct([("role", pa.string()), ("content", pa.string())])
@@ -274,8 +278,8 @@ def _schema(with_samples: bool):
             ),
         ),
     ]
-    if with_samples:
-        fields.append(("__rollout_n__", pa.int64()))
+    if evaluation:
+        fields += [("__rollout_n__", pa.int64()), ("agent_name", pa.string())]
     return pa.schema(fields)
 
 
@@ -299,7 +303,7 @@ def prepare(
     cache_dir: str | None = None,
     log=print,
 ) -> dict[str, Path]:
-    """Write the parquet files of ``papers`` under ``out``; returns ``{"<paper>/<name>": path}``.
+    """Write the parquet files of ``papers`` under ``out``; returns ``{"<paper>/<file stem>": path}``.
 
     Every needed dataset is loaded once (local source first, then the Hub). If any cannot be loaded, nothing is
     written and :class:`DataSourceError` lists all of them with what to do.
@@ -333,11 +337,14 @@ def prepare(
             if name not in loaded:
                 continue
             records, origin = loaded[name]
-            rows = build_rows(name, records, paper)
-            path = Path(out) / paper / f"{name}.parquet"
-            write_parquet(rows, path)
-            written[f"{paper}/{name}"] = path
-            expected = DATASETS[name].expected_rows
-            note = "" if expected in (None, len(rows)) else f"  (the full dataset has {expected} rows)"
-            log(f"[data] {path}: {len(rows)} rows from {origin}{note}")
+            variants = {name: None} if DATASETS[name].split == "train" else {
+                f: s for f, s in eval_files(paper).items() if f.split(".", 1)[0] == name}
+            for stem, setting in variants.items():
+                rows = build_rows(name, records, paper, setting)
+                path = Path(out) / paper / f"{stem}.parquet"
+                write_parquet(rows, path)
+                written[f"{paper}/{stem}"] = path
+                expected = DATASETS[name].expected_rows
+                note = "" if expected in (None, len(rows)) else f"  (the full dataset has {expected} rows)"
+                log(f"[data] {path}: {len(rows)} rows from {origin}{note}")
     return written
