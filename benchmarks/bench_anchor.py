@@ -12,7 +12,7 @@ rewards), interleaved in a fresh random order each round so machine noise hits a
 
 Prints p50/p99 of each, the ratio rtt / local (round trip over the estimator's compute) and (ray - local)
 as a cross-check of what the actor adds to a call. Target: rtt p50 <= 2 ms.
-Run: ``python benchmarks/bench_anchor.py [--quick]`` (~1-2 min at the defaults on 2 shared cores).
+Run: ``python benchmarks/bench_anchor.py [--quick]`` (~1-2 min at the defaults on 2 cores, ~3 under heavy load).
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=8192)
     parser.add_argument("--length", type=int, default=4096)
     parser.add_argument("--group", type=int, default=8)
-    parser.add_argument("--rounds", type=int, default=80, help="rounds of (rtt x --rtt-per-round, ray, local)")
+    parser.add_argument("--rounds", type=int, default=60, help="rounds of (rtt x --rtt-per-round, ray, local)")
     parser.add_argument("--rtt-per-round", type=int, default=10)
     parser.add_argument("--quick", action="store_true", help="tiny sizes, for a smoke run")
     args = parser.parse_args()
