@@ -78,7 +78,7 @@ def main() -> None:
 
     import verl  # noqa: F401  (entry point registers hadw)
     from verl_hadw import anchor_client
-    from verl_hadw.anchor_store import LocalBackend, RayBackend
+    from verl_hadw.anchor_store import LocalStore, RayStore
     from verl_hadw.estimators import compute_hadw_outcome_advantage
     from verl_hadw.options import parse_hadw
 
@@ -89,14 +89,14 @@ def main() -> None:
     rewards, mask, index = make_batch(args.rows, args.group, args.length)
     correct, count = float(rewards.sum()), args.rows
 
-    # The in-process client is created before Ray starts, so it keeps LocalBackend with Ray up.
+    # The in-process client is created before Ray starts, so it keeps LocalStore with Ray up.
     local_client = anchor_client.get_client(parse_hadw(local_cfg))
-    assert isinstance(local_client.backend, LocalBackend)
+    assert isinstance(local_client.store, LocalStore)
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         rtt_client = anchor_client.get_client(parse_hadw(rtt_cfg))
         ray_client = anchor_client.get_client(parse_hadw(ray_cfg))
-        assert isinstance(rtt_client.backend, RayBackend) and isinstance(ray_client.backend, RayBackend)
+        assert isinstance(rtt_client.store, RayStore) and isinstance(ray_client.store, RayStore)
 
         def estimator(cfg):
             return lambda: compute_hadw_outcome_advantage(rewards, mask, index=index, config=cfg)

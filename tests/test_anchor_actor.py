@@ -3,6 +3,7 @@
 import json
 import os
 import random
+import signal
 import subprocess
 import sys
 
@@ -85,6 +86,17 @@ def test_killed_actor_is_rebuilt_from_the_mirror_and_the_trajectory_is_unchanged
     straight, _ = drive("no-kill", steps)
     killed, client = drive("kill", steps, kill_at=(9, 0))
     assert killed == straight and client.recoveries == 1
+
+
+def test_actor_killed_by_a_signal_is_rebuilt_from_the_mirror(ray_cluster):
+    """A crash (OOM killer, segfault) keeps the actor's name bound to the dead actor until it is killed: the
+    rebuild must free it, or ``get_if_exists`` hands the dead actor back."""
+    client = anchor_client.get_client(parse_hadw({"hadw": {"state_key": "sigkill"}}))
+    client.observe(8, 16)
+    actor = ray.get_actor(actor_name("sigkill"))
+    os.kill(ray.get(actor.__ray_call__.remote(lambda self: os.getpid())), signal.SIGKILL)
+    view = client.observe(12, 16)
+    assert (view.step, view.prior, view.posterior) == (2, 0.5, 0.75) and client.recoveries == 1
 
 
 def test_recoveries_reach_the_step_metrics(ray_cluster):

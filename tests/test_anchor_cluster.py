@@ -109,7 +109,7 @@ def test_anchor_on_a_lost_node_is_rebuilt_from_the_drivers_mirror(cluster, worke
     cfg, straight_cfg = algo(state_key=key, anchor=ANCHOR), algo(state_key=straight_key, anchor=ANCHOR)
     hadw = parse_hadw(cfg)
     # anchor_store has no placement option (num_cpus=0, Ray picks the node). To put the anchor on another node
-    # than the driver's, create the named actor there first: RayBackend's get_if_exists adopts it.
+    # than the driver's, create the named actor there first: RayStore's get_if_exists adopts it.
     placed = (
         ray.remote(num_cpus=0, resources={"anchor_node": 0.01})(AnchorService)
         .options(name=actor_name(key))

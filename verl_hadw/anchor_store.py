@@ -94,6 +94,7 @@ class RayStore:
             return ray.get(getattr(self.actor, method).remote(*args))
         except RayActorError:  # killed or its node lost: rebuild from the mirror and retry once
             self.recoveries += 1
+            ray.kill(self.actor, no_restart=True)  # a crashed actor keeps its name until killed: free it
             self.actor = self._create(self.mirror)
             return ray.get(getattr(self.actor, method).remote(*args))
 
