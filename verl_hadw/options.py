@@ -71,6 +71,9 @@ class HadwConfig:
     state_key: str = "default"  # one anchor per key; our configs use ${trainer.project_name}/${trainer.experiment_name}
     success_threshold: float | None = None  # required when scores are not binary {0, 1}
     base: str = "grpo"  # base advantage Â: grpo | dgpo
+    # y_t and p̂ of Eqs. 7 and 13: "accuracy" (the paper) or "reward", the raw mean reward (the authors' released
+    # code; no success_threshold needed, the anchor then lives in reward space). The base advantage is unchanged.
+    difficulty_from: str = "accuracy"
     normalize_phi: bool = False  # rescale Φ to mean 1 over the step's valid responses
     allow_missing_state: bool = False  # resume without an anchor file starts a fresh anchor (with a warning)
     log_metrics: bool = True  # merge hadw/* and dgpo/* into verl's per-step Tracking.log call
@@ -216,6 +219,7 @@ def parse_hadw(config: Any) -> HadwConfig:
         state_key=state_key,
         success_threshold=_threshold(values, where),
         base=_choice(values, "base", where, d.base, BASES),
+        difficulty_from=_choice(values, "difficulty_from", where, d.difficulty_from, ("accuracy", "reward")),
         normalize_phi=_flag(values, "normalize_phi", where, d.normalize_phi),
         allow_missing_state=_flag(values, "allow_missing_state", where, d.allow_missing_state),
         log_metrics=_flag(values, "log_metrics", where, d.log_metrics),
