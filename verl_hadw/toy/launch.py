@@ -15,7 +15,8 @@ import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONFIG_DIR = os.path.join(REPO, "configs", "cpu")
-STEP_LINE = re.compile(r"^(?:\(\w+ pid=\d+\)\s*)?step:(\d+) - (.*)$")  # verl's console logger, maybe via Ray
+# verl's console logger, maybe via Ray: "(TaskRunner pid=42) step:1 - ..." or "(TaskRunner pid=42, ip=10.0.0.2) ..."
+STEP_LINE = re.compile(r"^(?:\(\w+ pid=\d+(?:, ip=[\w.:-]+)?\)\s*)?step:(\d+) - (.*)$")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
