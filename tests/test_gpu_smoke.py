@@ -47,18 +47,21 @@ def test_script_on_cpu_toy_run_passes_every_check(tmp_path):
     status = {line.split()[1]: line.split()[0] for line in verdict.splitlines()[:-1]}
     assert status == {"steps": "PASS", "metrics": "PASS", "reward": "PASS", "truncation": "PASS",
                       "checkpoint": "PASS", "anchor": "PASS", "stop": "PASS"}
-    assert "resumed at 3..3" in verdict and "step 3 prior" in verdict
+    assert "resumed at 3..3" in verdict and "step 3 prior" in verdict and "turns end with <|im_end|>" in verdict
     assert (smoke / "checkpoints" / "global_step_2" / "verl_hadw_anchor.json").is_file()
     assert (smoke / "checkpoints" / "global_step_3" / "verl_hadw_anchor.json").is_file()
 
 
 @pytest.mark.parametrize("run", ["hadw_t1_qwen3_4b_grpo_hadw", "dgpo_t1_dgpo"])
 def test_gpu_mode_overrides_pass_verls_config_checks(tmp_path, run):
-    proc = subprocess.run(["bash", str(SCRIPT), run, "--dry-run"], cwd=tmp_path, capture_output=True, text=True,
+    """--dry-run: the smoke overrides (and the stop-token fix the verdict prints) pass verl's checks, deep ones included."""
+    fix = f"{S.STOP_FIX_KEY}=/models/fixed_generation_config"
+    proc = subprocess.run(["bash", str(SCRIPT), run, "--dry-run", fix], cwd=tmp_path, capture_output=True, text=True,
                           env=_env(tmp_path), timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert f"{run}: ok (verl validate_config" in proc.stdout
     cfg = OmegaConf.load(tmp_path / "smoke" / "config.yaml")
+    assert cfg.actor_rollout_ref.rollout.engine_kwargs.vllm.generation_config == "/models/fixed_generation_config"
     assert cfg.data.train_batch_size == 8 and cfg.actor_rollout_ref.actor.ppo_mini_batch_size == 8
     assert cfg.actor_rollout_ref.rollout.n == 4 and cfg.trainer.save_freq == 4 and cfg.trainer.test_freq == -1
     assert cfg.trainer.default_local_dir == str(tmp_path / "smoke" / "checkpoints")
@@ -201,6 +204,20 @@ def test_stop_tokens_qwen_base_without_im_end_fails_and_writes_the_fix(tmp_path)
     write_model(model, gen_eos=151643, eos_token="<|im_end|>")  # the tokenizer's eos covers the turn end
     assert S.check_stop_tokens(str(model)).status == "PASS"
     assert S.check_stop_tokens(str(tmp_path / "nowhere")).status == "WARN"
+
+
+def test_stop_tokens_on_the_toy_models_transformers5_files(tmp_path):
+    """The toy assets as transformers 5 writes them (special-token ids only in tokenizer.json, chat_template.jinja)."""
+    from verl_hadw.toy.assets import build
+
+    model = Path(build(str(tmp_path / "assets"))["model"])
+    check = S.check_stop_tokens(str(model))
+    assert check.status == "PASS" and "turns end with <|im_end|>; generation stops at ids [2]" in check.detail
+    for name, key, value in (("generation_config.json", "eos_token_id", 0), ("tokenizer_config.json", "eos_token", "<|endoftext|>")):
+        data = json.loads((model / name).read_text())
+        (model / name).write_text(json.dumps({**data, key: value}))
+    check = S.check_stop_tokens(str(model))
+    assert check.status == "FAIL" and "<|im_end|> (id 2) but generation stops only at ids [0]" in check.detail
 
 
 def test_cli_exit_codes(tmp_path, capsys):

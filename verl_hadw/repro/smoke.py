@@ -163,6 +163,8 @@ def check_stop_tokens(model: str, fix_dir: str | None = None) -> Check:
         return Check("stop tokens", "WARN", f"not checked: no tokenizer_config.json for {model!r} on this machine")
     tok = json.loads(tok_file.read_text())
     added = {v["content"]: int(k) for k, v in tok.get("added_tokens_decoder", {}).items()}
+    fast = _model_file(model, "tokenizer.json")  # transformers 5 keeps the special tokens' ids only here
+    added.update({t["content"]: int(t["id"]) for t in json.loads(fast.read_text()).get("added_tokens", [])} if fast else {})
     template = tok.get("chat_template") or ""
     template = json.dumps(template) if not isinstance(template, str) else template  # a list of named templates
     jinja = _model_file(model, "chat_template.jinja")
