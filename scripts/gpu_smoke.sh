@@ -56,13 +56,15 @@ overrides=(
   "actor_rollout_ref.rollout.n=${SMOKE_N:-4}" "trainer.nnodes=1" "trainer.save_freq=$steps"
   "trainer.test_freq=-1" "trainer.val_before_train=false" "trainer.resume_mode=auto"
   "trainer.default_local_dir=$smoke/checkpoints" "trainer.logger=[console]"
+  # its own experiment, hence its own HA-DW anchor (state_key) even on a Ray cluster shared with the real run
+  "trainer.experiment_name=smoke_$run"
 )
 if [[ $cpu == 1 ]]; then
   [[ $run == demo ]] || { echo "gpu_smoke.sh: --cpu runs the toy config 'demo' (configs/cpu/demo.yaml), got $run" >&2; exit 2; }
   export VERL_HADW_CONFIGS=$repo/configs/cpu VERL_HADW_ASSETS=$smoke/assets
   # the toy's 4-token responses are cut by design (speed); its random model stops (<|im_end|>) after ~70 tokens
   # on average, so 192 (prompt 64 + 192 = the model's 256 positions) keeps the truncated share near 5-10 %
-  overrides+=("trainer.experiment_name=smoke" "data.max_response_length=192")
+  overrides+=("data.max_response_length=192")
   launch() { "$PY" -m verl_hadw.toy.launch --assets "$VERL_HADW_ASSETS" --log "$1" -- "${@:2}"; }
 else
   export VERL_HADW_DATA
@@ -71,7 +73,7 @@ else
   cfg_dir=$("$PY" -m verl_hadw.cli configs) || exit 2
   launch() { "$PY" -m verl.trainer.main_ppo "--config-path=$cfg_dir" "--config-name=$run" "${@:2}" 2>&1 | tee "$1"; }
 fi
-overrides+=("${user[@]}")
+overrides+=(${user[@]+"${user[@]}"})  # (bash < 4.4 calls an empty array unbound)
 
 mkdir -p "$smoke"
 cfg=$smoke/config.yaml
