@@ -124,7 +124,8 @@ def compute_hadw_outcome_advantage(
     """HA-DW (History-Aware Adaptive Difficulty Weighting) over a GRPO or DGPO base advantage.
 
     Final advantage Â_{t,i} · Φ_{t,i} (Eq. 17), Φ from the cross-step anchor's prior C_t⁻ (Eqs. 13-16); the
-    anchor then absorbs this step's batch accuracy y_t (Eqs. 7-12), once per training step.
+    anchor then absorbs this step's batch accuracy y_t (Eqs. 7-12), once per training step. With
+    ``difficulty_from=reward`` y_t and p̂ are mean rewards instead (the authors' released code).
 
     Args:
         token_level_rewards: (bs, response_length) float
@@ -140,15 +141,20 @@ def compute_hadw_outcome_advantage(
     with torch.no_grad():
         b = prepare_batch(token_level_rewards, response_mask, index)
         threshold = cfg.success_threshold if cfg.success_threshold is not None else cfg.dgpo.success_threshold
-        acc = accuracy_of(b.scores, threshold, "algorithm.hadw.success_threshold")
+        by_accuracy = cfg.difficulty_from == "accuracy"
+        acc = None
+        if by_accuracy or (cfg.base == "dgpo" and cfg.dgpo.dqw):  # DQW weighs questions by accuracy either way
+            acc = accuracy_of(b.scores, threshold, "algorithm.hadw.success_threshold")
         if cfg.base == "dgpo":
             adv, dgpo_counts = dgpo_advantage(b, acc, cfg.dgpo)
         else:
             adv, dgpo_counts = grpo_advantage(b, cfg.epsilon, cfg.norm_adv_by_std), None
-        p_hat = (group_sum(acc, b.gid, b.n_groups) / b.count)[b.gid]  # per-group mean accuracy
+        # What "difficulty" is measured on: accuracy (paper) or the raw reward (released code, difficulty_from=reward)
+        y = acc if by_accuracy else b.scores
+        p_hat = (group_sum(y, b.gid, b.n_groups) / b.count)[b.gid]  # per-group mean accuracy (or reward)
 
         client = anchor_client.get_client(cfg, legacy_resume.from_config(config))  # legacy trainer: anchor files
-        view = client.observe(correct=float(acc.sum()), count=int(acc.numel()))  # Eq. 7: K_t and B_t
+        view = client.observe(correct=float(y.sum()), count=int(y.numel()))  # Eq. 7: K_t and B_t
         phi = hadw_weights(adv, p_hat, view.prior, cfg.lambda_scale)
         if cfg.normalize_phi:
             phi = phi / phi.mean()

@@ -88,6 +88,9 @@ class HadwConfig:
         None, "required when rewards are not binary: accuracy = score > threshold", kind="threshold")
     base: str = option("grpo", "base advantage: grpo | dgpo (HA-DW over the DGPO advantage)", kind="choice",
                        choices=("grpo", "dgpo"))
+    difficulty_from: str = option(
+        "accuracy", "accuracy: y_t and p̂ are accuracies (paper) | reward: raw mean reward (released code)",
+        kind="choice", choices=("accuracy", "reward"))
     normalize_phi: bool = option(False, "rescale Φ to mean 1 over the call's valid responses", kind="flag")
     allow_missing_state: bool = option(
         False, "resume without an anchor file: start a fresh anchor (with a warning)", kind="flag")

@@ -20,6 +20,7 @@ SUBCOMMANDS = {
     "configs": ("configs", "repro"),
     "data": ("data", "repro"),
     "results": ("results", "repro"),
+    "smoke-check": ("smoke", "repro"),
 }
 # the import names of each extra's packages, to say which extra to install when one is missing
 EXTRA_MODULES = {"research": ("scipy", "matplotlib"), "repro": ("datasets", "math_verify", "matplotlib", "tensorboard")}

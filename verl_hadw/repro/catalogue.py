@@ -297,3 +297,11 @@ TRAIN_SET = "math_train"  # both papers train on MATH (7.5k)
 def paper_datasets(paper: str) -> tuple[str, ...]:
     """The datasets ``verl-hadw data`` writes for ``paper``: the training set, then its benchmarks."""
     return (TRAIN_SET, *BENCHMARKS[paper])
+
+
+# ------------------------------------------------------------------------------------ released-code runs
+# HA-DW as the authors' released code computes it (algorithm.hadw.difficulty_from=reward, moving-average anchor
+# including the current batch, lambda 1.5), one per Table-1 model -> the paper's GRPO+HA-DW run it sits beside.
+# Not paper rows (the paper reports no numbers for them): outside TABLES, so outside the launch plans.
+RELEASED_CODE_RUNS = {f"hadw_released_{m}_grpo": f"{_T1}{m}_grpo_hadw" for m in ("qwen3_4b", "qwen3_8b", "llama3_3b")}
+__all__ += ["RELEASED_CODE_RUNS"]
