@@ -33,6 +33,8 @@ from verl_hadw.anchor_store import AnchorService, actor_name  # noqa: E402
 from verl_hadw.callback import STATE_FILE  # noqa: E402
 from verl_hadw.options import AnchorConfig, parse_hadw  # noqa: E402
 
+pytestmark = pytest.mark.slow
+
 NAMESPACE = "verl-hadw-cluster-test"  # every driver joins it: names are the only thing keeping anchors apart
 ANCHOR = {"eta": 3.0, "window": 4}
 SHARED_KEY = "cluster/shared"

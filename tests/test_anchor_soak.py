@@ -23,6 +23,8 @@ from verl_hadw.anchor import AnchorState
 from verl_hadw.anchor_store import actor_name
 from verl_hadw.options import AnchorConfig, parse_hadw
 
+pytestmark = pytest.mark.slow
+
 STEPS = 10_000
 WARMUP = 1_000  # RSS is compared between the end of the warm-up and the end of the soak
 RSS_GROWTH_BOUND_MB = 8.0  # the whole soak keeps ~11k views; a per-step leak of >= 1 KB would exceed it

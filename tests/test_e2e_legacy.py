@@ -11,6 +11,8 @@ import pytest
 
 from verl_hadw.toy.launch import parse_steps, run
 
+pytestmark = pytest.mark.slow
+
 ANCHOR = ["hadw/anchor_prior", "hadw/anchor_posterior", "hadw/batch_acc", "hadw/eta_t", "hadw/sigma_t"]
 LEGACY = ["trainer.use_v1=false", "trainer.save_freq=2"]
 

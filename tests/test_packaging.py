@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE_WARNINGS = re.compile(r"absent from the `packages` configuration|Package would be ignored|package init file .* not found",
                               re.I)

@@ -7,7 +7,11 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 import verl_hadw
+
+pytestmark = pytest.mark.slow
 
 EXTRAS = ("scipy", "matplotlib", "math_verify", "math-verify")  # what [research]/[repro] bring
 
