@@ -19,6 +19,8 @@ from verl_hadw.anchor_store import LocalStore, RayStore, actor_name
 from verl_hadw.callback import STATE_FILE, HadwCheckpointCallback
 from verl_hadw.options import ConfigError, parse_hadw
 
+pytestmark = pytest.mark.slow  # Ray / fake-cluster shells: tens of seconds
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 

@@ -52,6 +52,7 @@ def test_script_on_cpu_toy_run_passes_every_check(tmp_path):
     assert (smoke / "checkpoints" / "global_step_3" / "verl_hadw_anchor.json").is_file()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("run", ["hadw_t1_qwen3_4b_grpo_hadw", "dgpo_t1_dgpo"])
 def test_gpu_mode_overrides_pass_verls_config_checks(tmp_path, run):
     """--dry-run: the smoke overrides (and the stop-token fix the verdict prints) pass verl's checks, deep ones included."""

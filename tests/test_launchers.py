@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # Ray / fake-cluster shells: tens of seconds
+
 ROOT = Path(__file__).resolve().parents[1]
 REAL_PY = sys.executable
 

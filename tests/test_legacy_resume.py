@@ -22,6 +22,8 @@ from verl_hadw import anchor_client, metrics
 from verl_hadw.callback import STATE_FILE
 from verl_hadw.legacy_resume import SNAPSHOT_DIR, from_config
 
+pytestmark = pytest.mark.slow  # Ray / fake-cluster shells: tens of seconds
+
 HERE = os.path.abspath(__file__)
 KEY = "proj/legacy"
 

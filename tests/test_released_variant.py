@@ -176,6 +176,7 @@ def _flat(cfg) -> dict:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("run", sorted(K.RELEASED_CODE_RUNS))
 def test_released_run_validates_and_differs_from_the_paper_run_only_in_the_estimator(run, capsys):
     cfg = C.compose_run(run, fast=False)

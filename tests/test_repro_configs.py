@@ -14,7 +14,7 @@ from omegaconf import OmegaConf
 from verl_hadw.repro import catalogue as K
 from verl_hadw.repro import compose as C
 
-pytestmark = pytest.mark.filterwarnings("ignore:Disabled critic as algorithm.adv_estimator != gae")
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:Disabled critic as algorithm.adv_estimator != gae")]
 
 ROOT = Path(__file__).resolve().parents[1]
 # the released-code runs (K.RELEASED_CODE_RUNS) are no paper rows: tests/test_released_variant.py checks them

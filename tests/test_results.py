@@ -94,6 +94,7 @@ def test_read_run_all_three_log_formats(runs):
     assert list(dgpo.curves.index) == [0, 10, 230] and dgpo.curves["math500"].tolist() == pytest.approx([50, 60, 70])
 
 
+@pytest.mark.slow
 def test_results_command_prints_paper_tables_and_writes_plot_and_csv(runs, tmp_path, capsys):
     plot, table = tmp_path / "out" / "results.png", tmp_path / "out" / "results.csv"
     code = cli.main(["results", *map(str, runs.values()), "--plot", str(plot), "--csv", str(table)])

@@ -32,6 +32,7 @@ def test_a_run_is_deterministic_for_a_seed_and_seeds_differ():
     assert a[-1]["acc_train"] > a[0]["acc_train"]  # it learns
 
 
+@pytest.mark.slow
 def test_run_many_does_not_depend_on_the_worker_count():
     cfg = replace(SMALL, steps=4)
     methods = resolve("grpo,hadw")
@@ -172,6 +173,7 @@ def test_summary_pairs_seeds_against_grpo():
     assert "anchor_lag" not in rows["hadw"]  # no anchor values recorded
 
 
+@pytest.mark.slow
 def test_simulate_command_writes_csv_and_png(tmp_path, capsys):
     from verl_hadw.cli import main
 

@@ -96,6 +96,7 @@ def test_metrics_join_verls_console_log_line(capsys):
     assert "hadw/" not in capsys.readouterr().out  # step 2 recorded nothing: nothing carried over
 
 
+@pytest.mark.slow
 def test_plain_import_verl_registers_in_a_fresh_process():
     code = (
         "import sys, verl\n"
@@ -120,6 +121,7 @@ def test_core_modules_import_without_torch_ray_or_files():
     assert out == "[] []"
 
 
+@pytest.mark.slow
 def test_doctor_reports_a_working_install():
     proc = subprocess.run([sys.executable, "-m", "verl_hadw.cli", "doctor"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
