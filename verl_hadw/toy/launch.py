@@ -45,6 +45,14 @@ def ensure_assets(assets: str) -> None:
         build(assets)
 
 
+VOLATILE = re.compile(r"timing|(^|/)perf/|memory|throughput")  # wall-clock and memory readings
+
+
+def stable_metrics(values: dict[str, float]) -> dict[str, float]:
+    """The metrics of one step that a deterministic run reproduces exactly: all but timings and memory."""
+    return {key: value for key, value in values.items() if not VOLATILE.search(key)}
+
+
 def parse_steps(log: str) -> dict[int, dict[str, float]]:
     """Per-step metrics from verl's console logger lines ``step:N - key:value - ...``."""
     steps: dict[int, dict[str, float]] = {}
