@@ -9,7 +9,9 @@ affected. Importing it registers, through verl's own extension points:
   (``rollout.py``);
 
 and applies the few monkeypatches verl's CPU path still needs, all listed in ``patches.py`` and guarded
-by a check of verl's version (pinned 0.9.1).
+by a check of verl's version (pinned 0.9.1). It also pins torch's thread count and the instruction set
+of torch's and MKL's kernels in every process (``platform.pin_numerics``), so that a run's numbers do not
+depend on the machine's core count or vector width.
 """
 
 import os
@@ -19,3 +21,4 @@ from verl_hadw.cpu import patches, platform, rollout  # noqa: F401  (registratio
 ACTIVE = os.environ.get("VERL_PLATFORM", "").strip().lower() == "cpu"
 if ACTIVE:
     patches.apply()
+    platform.pin_numerics()

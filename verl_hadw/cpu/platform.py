@@ -7,6 +7,8 @@ Ray for accelerators, so this platform names Ray's ``GPU`` resource and the run 
 
 from __future__ import annotations
 
+import os
+import sys
 import types
 from contextlib import contextmanager, nullcontext
 from typing import Any, Optional
@@ -16,7 +18,11 @@ import torch
 from verl.plugin.platform import PlatformBase
 from verl.plugin.platform.platform_manager import PlatformRegistry
 
-__all__ = ["PlatformCPU", "cpu_device_module"]
+__all__ = ["PlatformCPU", "cpu_device_module", "pin_numerics", "pin_threads", "pin_isa", "THREADS_ENV", "ISA_ENV"]
+
+THREADS_ENV = "VERL_HADW_CPU_THREADS"  # torch intra-op threads in every process of a CPU run (default 1)
+ISA_ENV = "VERL_HADW_CPU_ISA"  # vector instruction set of torch's and MKL's kernels: avx2 (default) or native
+ISA_VARS = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
 
 
 def _noop(*args, **kwargs):
@@ -59,6 +65,53 @@ def _make_device_module() -> types.ModuleType:
 
 
 cpu_device_module = _make_device_module()
+
+
+def pin_threads() -> int:
+    """Give this process, and every process it starts, the same torch intra-op thread count.
+
+    A float reduction (matmul, sum, norm) splits its work by thread, so its last bits depend on the thread
+    count, and the count otherwise depends on the machine: torch defaults to the number of cores, Ray sets
+    ``OMP_NUM_THREADS`` to an actor's CPU share unless the user's environment already has one, and
+    TransferQueue resets torch to the count it saw at import after every transfer. Pinning it (to
+    ``$VERL_HADW_CPU_THREADS``, default 1, in the environment too so Ray workers inherit it) keeps a run's
+    numbers independent of core count. Returns the count.
+    """
+    threads = int(os.environ.get(THREADS_ENV, "1"))
+    for key in (THREADS_ENV, "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[key] = str(threads)
+    torch.set_num_threads(threads)
+    transfer_queue = sys.modules.get("transfer_queue.utils.common")
+    if transfer_queue is not None:  # imported before us: its post-transfer reset must restore our count
+        transfer_queue.DEFAULT_TORCH_NUM_THREADS = threads
+    return threads
+
+
+def pin_isa() -> str:
+    """Make torch's and MKL's float kernels the AVX2 ones on every x86-64 CPU that has AVX2.
+
+    torch picks vectorised kernels (log_softmax, reductions) for the widest instruction set the CPU has,
+    and MKL its matmul and ``exp`` kernels likewise, so an AVX-512 machine and an AVX2 machine round
+    differently. ``ATEN_CPU_CAPABILITY=avx2``, ``MKL_CBWR=AVX2`` (MKL's conditional numerical
+    reproducibility) and ``ONEDNN_MAX_CPU_ISA=AVX2`` give both the same kernels. Both libraries read these
+    lazily, so setting them here (and in the environment Ray workers inherit) takes effect in this process
+    unless it already ran a kernel. ``$VERL_HADW_CPU_ISA=native`` keeps each machine's own choice; CPUs
+    without AVX2 (and non-x86 ones) keep theirs too. Returns ``"avx2"`` or ``"native"``.
+    """
+    wanted = os.environ.get(ISA_ENV, "avx2").strip().lower()
+    if wanted not in ("avx2", "native"):
+        raise ValueError(f"{ISA_ENV}={wanted!r}: use avx2 (same kernels on every AVX2 CPU) or native")
+    has_avx2 = getattr(torch.cpu, "_is_avx2_supported", lambda: False)()
+    if wanted == "native" or not has_avx2:
+        return "native"
+    os.environ[ISA_ENV] = "avx2"
+    os.environ.update(ISA_VARS)
+    return "avx2"
+
+
+def pin_numerics() -> tuple[int, str]:
+    """``pin_threads`` and ``pin_isa``: what makes a CPU run's numbers independent of the machine."""
+    return pin_threads(), pin_isa()
 
 
 @PlatformRegistry.register(platform="cpu")

@@ -9,8 +9,14 @@ the same interfaces those use:
   engine calls its ``update_weights`` after each policy update, and it pushes the weights to the server.
 - ``HFCPUReplica`` (``RolloutReplica``): starts the server actor.
 
-Sampling is reproducible: the k-th request for a prompt at global step t draws from a generator seeded by
-(prompt, k, t), so a resumed run generates exactly what an uninterrupted run generates at the same step.
+Sampling is reproducible and independent of the order requests arrive in. A request for prompt p at
+weight version t is the k-th one for (p, slot) since the last weight update, where slot is verl's
+deterministic request id ``det-<batch row>`` when it sends one (``rollout.full_determinism=true`` with the
+legacy trainer) and empty otherwise; it samples with a generator seeded by (p, slot, k, t). Only the
+*assignment* of the draws of one prompt to its ``rollout.n`` copies depends on arrival order, so the
+multiset of responses a step generates for a prompt is fixed; the v1 trainer's row order is made
+canonical by ``sampler.CanonicalReplayBuffer``, and the legacy trainer's rows carry distinct ``det-<row>``
+slots. A resumed run therefore generates what an uninterrupted run generates at the same step.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 from collections import Counter
 from typing import Any
 
@@ -28,13 +35,31 @@ from verl.workers.rollout.replica import RolloutReplica, RolloutReplicaRegistry,
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["HFCPUServer", "HFCPUServerAdapter", "HFCPUReplica", "server_name"]
+__all__ = ["HFCPUServer", "HFCPUServerAdapter", "HFCPUReplica", "SampleSeeds", "server_name"]
 
 NAME = "hfcpu"
+DETERMINISTIC_ID = re.compile(r"^det-\d+$")  # verl's request id under rollout.full_determinism: det-<batch row>
 
 
 def server_name(replica_rank: int) -> str:
     return f"hfcpu_server_{replica_rank}"
+
+
+class SampleSeeds:
+    """The sampling seed of each request: (prompt, slot, k, weight version), see the module docstring."""
+
+    def __init__(self):
+        self.seen: Counter = Counter()  # requests per (prompt, slot) since the last weight update
+
+    def __call__(self, request_id: str, prompt_ids: list[int], global_steps: int) -> int:
+        key = hashlib.sha256(repr(list(prompt_ids)).encode()).hexdigest()[:16]
+        slot = request_id if DETERMINISTIC_ID.match(str(request_id)) else ""
+        occurrence = self.seen[key, slot]
+        self.seen[key, slot] += 1
+        return int(hashlib.sha256(f"{key}:{slot}:{occurrence}:{global_steps}".encode()).hexdigest()[:15], 16)
+
+    def reset(self) -> None:
+        self.seen.clear()
 
 
 def _get(config: Any, key: str, default=None):
@@ -55,8 +80,10 @@ class HFCPUServer:
         self.model.eval()
         self.replica_rank = replica_rank
         self.global_steps = 0
-        self.seen: Counter = Counter()  # requests per prompt since the last weight update (seeds)
-        torch.set_num_threads(1)
+        self.seeds = SampleSeeds()
+        from verl_hadw.cpu.platform import pin_threads
+
+        pin_threads()
 
     async def generate(self, request_id: str, prompt_ids: list[int], sampling_params: dict[str, Any], **kwargs) -> TokenOutput:
         params = dict(sampling_params)
@@ -64,11 +91,7 @@ class HFCPUServer:
         max_tokens = params.pop("max_tokens", None) or params.pop("max_new_tokens", None) or response_length
         temperature = float(params.get("temperature", 1.0))
         top_k = int(params.get("top_k", -1))
-        key = hashlib.sha256(repr(list(prompt_ids)).encode()).hexdigest()[:16]
-        occurrence = self.seen[key]
-        self.seen[key] += 1
-        seed = int(hashlib.sha256(f"{key}:{occurrence}:{self.global_steps}".encode()).hexdigest()[:15], 16)
-        torch.manual_seed(seed)
+        torch.manual_seed(self.seeds(request_id, prompt_ids, self.global_steps))
         inputs = torch.tensor([list(prompt_ids)], dtype=torch.long)
         with torch.no_grad():
             out = self.model.generate(
@@ -102,7 +125,7 @@ class HFCPUServer:
             raise RuntimeError(f"hfcpu weight sync mismatch: missing={missing} unexpected={unexpected}")
         if global_steps is not None:
             self.global_steps = int(global_steps)
-        self.seen.clear()
+        self.seeds.reset()
 
     # verl's replica / checkpoint-engine control surface: nothing to manage on CPU.
     async def wake_up(self):

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 
 from verl_hadw.console_log import parse_steps
 
-__all__ = ["config_dir", "command", "environment", "parse_steps", "run", "table_printer"]
+__all__ = ["config_dir", "command", "environment", "parse_steps", "run", "stable_metrics", "table_printer"]
 
 
 def config_dir() -> str:
@@ -48,6 +49,14 @@ def ensure_assets(assets: str) -> None:
         from verl_hadw.toy.assets import build
 
         build(assets)
+
+
+VOLATILE = re.compile(r"timing|(^|/)perf/|memory|throughput")  # wall-clock and memory readings
+
+
+def stable_metrics(values: dict[str, float]) -> dict[str, float]:
+    """The metrics of one step that a deterministic run reproduces exactly: all but timings and memory."""
+    return {key: value for key, value in values.items() if not VOLATILE.search(key)}
 
 
 def run(assets: str, overrides: list[str], cwd: str | None = None, on_line=None, timeout: float = 900):
