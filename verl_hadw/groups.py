@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from verl.utils.groupwise import as_torch_index, group_mean_std
 
-__all__ = ["Batch", "prepare_batch", "group_sum", "accuracy_of"]
+__all__ = ["Batch", "check_inputs", "prepare_batch", "group_sum", "accuracy_of"]
 
 
 @dataclass
@@ -59,6 +59,44 @@ def group_reduce(values: torch.Tensor, gid: torch.Tensor, n_groups: int, how: st
     return out.scatter_reduce_(0, gid, values, reduce=how, include_self=False)
 
 
+def _shape(t: torch.Tensor) -> str:
+    return str(tuple(t.shape))
+
+
+def check_inputs(token_level_rewards, response_mask, index) -> None:
+    """Types, shapes, dtypes and devices of an estimator's inputs, with errors that name the argument.
+
+    Metadata comparisons only (no pass over the data). Integer and bool rewards are accepted: their
+    per-row sums are cast to float32 (exact below 2**24). Any real mask dtype (bool, int, float) is fine.
+    """
+    for name, t in (("token_level_rewards", token_level_rewards), ("response_mask", response_mask)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor of shape (batch, response_length), got {type(t).__name__}")
+        if t.is_complex():
+            raise ValueError(f"{name} has complex dtype {t.dtype}; use a real (float, int or bool) tensor")
+    if token_level_rewards.dim() != 2:
+        raise ValueError(
+            f"token_level_rewards has shape {_shape(token_level_rewards)} but must be 2-D (batch, response_length)"
+        )
+    if response_mask.shape != token_level_rewards.shape:
+        raise ValueError(
+            f"response_mask has shape {_shape(response_mask)} but token_level_rewards has "
+            f"{_shape(token_level_rewards)}: both must be (batch, response_length)"
+        )
+    if response_mask.device != token_level_rewards.device:
+        raise ValueError(
+            f"response_mask is on {response_mask.device} but token_level_rewards on {token_level_rewards.device}: "
+            "both must be on one device"
+        )
+    if token_level_rewards.shape[0] and token_level_rewards.shape[1] == 0:
+        raise ValueError(f"token_level_rewards has shape {_shape(token_level_rewards)}: response_length is 0")
+    n_index = getattr(index, "shape", None)
+    if n_index is not None and len(n_index) != 1:
+        raise ValueError(f"index has shape {tuple(n_index)} but must be 1-D (batch,), one uid per row")
+    if len(index) != token_level_rewards.shape[0]:
+        raise ValueError(f"index has {len(index)} entries but the batch has {token_level_rewards.shape[0]} rows")
+
+
 def prepare_batch(token_level_rewards: torch.Tensor, response_mask: torch.Tensor, index) -> Batch:
     """Scores, lengths and group statistics of the valid rows of one estimator call.
 
@@ -72,15 +110,16 @@ def prepare_batch(token_level_rewards: torch.Tensor, response_mask: torch.Tensor
             "the advantage estimator got no 'index': verl passes data.non_tensor_batch['uid'] as the group "
             "index; make sure every row of the batch carries a 'uid'"
         )
+    check_inputs(token_level_rewards, response_mask, index)
     n_rows = token_level_rewards.shape[0]
-    if len(index) != n_rows:
-        raise ValueError(f"index has {len(index)} entries but the batch has {n_rows} rows")
     if n_rows == 0:
         raise ValueError("the advantage estimator got an empty batch (0 rows)")
     rows = valid_rows(response_mask)
     if rows.numel() == 0:
         raise ValueError(f"the batch has {n_rows} rows but none with a response token (all padding)")
     scores = token_level_rewards.sum(dim=-1)[rows]
+    if not scores.is_floating_point():  # int/bool rewards: exact integer sums, then float
+        scores = scores.float()
     if not torch.isfinite(scores).all():
         bad = rows[~torch.isfinite(scores)][:5].tolist()
         raise ValueError(f"non-finite (NaN/Inf) rewards in rows {bad}: check the reward function's output")
