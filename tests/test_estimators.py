@@ -199,3 +199,36 @@ def test_config_errors_surface_from_the_estimator():
     rewards, mask, index = make_inputs([1, 0], ["a"] * 2)
     with pytest.raises(ValueError, match="Did you mean 'algorithm.hadw.lambda_scale'"):
         hadw(token_level_rewards=rewards, response_mask=mask, index=index, config=algo(lamda_scale=1.3))
+
+
+# ------------------------------------------------------------------------------------------- group ids
+def _uids(n, group, rng):
+    """verl-style: a random uid per prompt, repeated over its responses (sorted order != appearance order)."""
+    prompts = [f"{rng.integers(1 << 40):010x}" for _ in range(n // group)]
+    return np.array([prompts[i // group] for i in range(n)], dtype=object)
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["contiguous", "shuffled", "split-runs", "numeric-strings", "ints", "floats", "unicode", "list", "one-row"],
+)
+def test_group_ids_equal_verls_factorisation(case):
+    from verl.utils.groupwise import as_torch_index
+
+    from verl_hadw.groups import group_ids
+
+    rng = np.random.default_rng(7)
+    uids = _uids(96, 8, rng)
+    index = {
+        "contiguous": uids,
+        "shuffled": uids[rng.permutation(96)],
+        "split-runs": np.concatenate([uids[:40], uids[:8], uids[40:]]),  # a uid in two separate runs
+        "numeric-strings": np.array([str(v) for v in rng.integers(0, 30, 64)], dtype=object),  # "10" < "9"
+        "ints": np.repeat(rng.permutation(12) * 7, 4),
+        "floats": np.repeat([2.0, 0.5, 2.0, 1.0], 3),
+        "unicode": uids.astype(str),
+        "list": list(uids[rng.permutation(96)]),
+        "one-row": np.array(["x"], dtype=object),
+    }[case]
+    expected = torch.unique(as_torch_index(index, device="cpu"), return_inverse=True)[1]
+    assert torch.equal(group_ids(index, "cpu"), expected)

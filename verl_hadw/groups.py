@@ -124,8 +124,7 @@ def prepare_batch(token_level_rewards: torch.Tensor, response_mask: torch.Tensor
         bad = rows[~torch.isfinite(scores)][:5].tolist()
         raise ValueError(f"non-finite (NaN/Inf) rewards in rows {bad}: check the reward function's output")
     index_valid = index if rows.numel() == n_rows else as_valid_index(index, rows)
-    gid = as_torch_index(index_valid, device=scores.device)
-    _, gid = torch.unique(gid, return_inverse=True)  # contiguous ids over the valid rows only
+    gid = group_ids(index_valid, scores.device)
     mean, std, count = group_mean_std(scores, gid, eps=0.0, device=scores.device)
     return Batch(
         rows=rows,
@@ -138,6 +137,28 @@ def prepare_batch(token_level_rewards: torch.Tensor, response_mask: torch.Tensor
         std=std,
         n_rows=n_rows,
     )
+
+
+def group_ids(index, device) -> torch.Tensor:
+    """(n,) contiguous group ids in [0, G): ``torch.unique(as_torch_index(index), return_inverse=True)[1]``.
+
+    verl repeats each prompt's uid over its responses, side by side. Factorising 8192 string uids
+    (``np.unique``: a sort with Python comparisons) costs more than the rest of HA-DW, so each label is
+    compared once with its neighbour (vectorised) and only the first label of each run of equal labels is
+    factorised. Exact for any order: equal labels in separate runs still get one id from ``as_torch_index``.
+    """
+    if isinstance(index, torch.Tensor) or len(index) < 2:
+        _, gid = torch.unique(as_torch_index(index, device=device), return_inverse=True)
+        return gid
+    labels = index if isinstance(index, np.ndarray) else np.asarray(index)  # as as_torch_index converts it
+    new_run = labels[1:] != labels[:-1]
+    if not isinstance(new_run, np.ndarray) or new_run.dtype != bool or new_run.shape != (len(labels) - 1,):
+        _, gid = torch.unique(as_torch_index(index, device=device), return_inverse=True)  # exotic labels
+        return gid
+    run_of_row = np.concatenate(([0], np.cumsum(new_run)))  # (n,) run number of each row
+    first = np.concatenate(([0], np.flatnonzero(new_run) + 1))  # (R,) first row of each run
+    _, run_gid = torch.unique(as_torch_index(labels[first], device=device), return_inverse=True)
+    return run_gid[torch.from_numpy(run_of_row).to(device)]
 
 
 def as_valid_index(index, rows: torch.Tensor):
