@@ -117,13 +117,15 @@ def prepare_batch(token_level_rewards: torch.Tensor, response_mask: torch.Tensor
     rows = valid_rows(response_mask)
     if rows.numel() == 0:
         raise ValueError(f"the batch has {n_rows} rows but none with a response token (all padding)")
-    scores = token_level_rewards.sum(dim=-1)[rows]
+    all_valid = rows.numel() == n_rows
+    scores = token_level_rewards.sum(dim=-1)
+    scores = scores if all_valid else scores[rows]
     if not scores.is_floating_point():  # int/bool rewards: exact integer sums, then float
         scores = scores.float()
     if not torch.isfinite(scores).all():
         bad = rows[~torch.isfinite(scores)][:5].tolist()
         raise ValueError(f"non-finite (NaN/Inf) rewards in rows {bad}: check the reward function's output")
-    index_valid = index if rows.numel() == n_rows else as_valid_index(index, rows)
+    index_valid = index if all_valid else as_valid_index(index, rows)
     gid = group_ids(index_valid, scores.device)
     mean, std, count = group_mean_std(scores, gid, eps=0.0, device=scores.device)
     return Batch(
