@@ -137,7 +137,8 @@ def compute_hadw_outcome_advantage(
     """
     cfg: HadwConfig = parse_hadw(config)
     with torch.no_grad():
-        b = prepare_batch(token_level_rewards, response_mask, index)
+        # Over GRPO nothing depends on how groups are numbered: skip sorting the uids (see groups.group_ids).
+        b = prepare_batch(token_level_rewards, response_mask, index, sorted_ids=cfg.base == "dgpo")
         threshold = cfg.success_threshold if cfg.success_threshold is not None else cfg.dgpo.success_threshold
         acc = accuracy_of(b.scores, threshold, "algorithm.hadw.success_threshold")
         if cfg.base == "dgpo":

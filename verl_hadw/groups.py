@@ -41,7 +41,10 @@ def valid_rows(response_mask: torch.Tensor) -> torch.Tensor:
     Exact, but cheap: a row whose first mask entry is set is valid; only the others (verl's padding rows,
     in practice) are scanned in full.
     """
-    valid = response_mask[:, 0] != 0
+    first = response_mask[:, 0]
+    if bool(first.all()):  # the usual step: no padding rows
+        return torch.arange(first.numel(), device=first.device)
+    valid = first != 0
     unsure = (~valid).nonzero().squeeze(-1)
     if unsure.numel():
         valid[unsure] = (response_mask[unsure] != 0).any(dim=-1)
@@ -97,13 +100,17 @@ def check_inputs(token_level_rewards, response_mask, index) -> None:
         raise ValueError(f"index has {len(index)} entries but the batch has {token_level_rewards.shape[0]} rows")
 
 
-def prepare_batch(token_level_rewards: torch.Tensor, response_mask: torch.Tensor, index) -> Batch:
+def prepare_batch(
+    token_level_rewards: torch.Tensor, response_mask: torch.Tensor, index, sorted_ids: bool = True
+) -> Batch:
     """Scores, lengths and group statistics of the valid rows of one estimator call.
 
     Args:
         token_level_rewards: (N, L) float, the outcome reward summed over tokens is the score.
         response_mask: (N, L), rows that are all zero are verl's padding rows.
         index: (N,) uid per row (np.ndarray of str/int or a tensor).
+        sorted_ids: number groups in sorted label order (see ``group_ids``); False only where no result
+            depends on the numbering.
     """
     if index is None:
         raise ValueError(
@@ -126,7 +133,7 @@ def prepare_batch(token_level_rewards: torch.Tensor, response_mask: torch.Tensor
         bad = rows[~torch.isfinite(scores)][:5].tolist()
         raise ValueError(f"non-finite (NaN/Inf) rewards in rows {bad}: check the reward function's output")
     index_valid = index if all_valid else as_valid_index(index, rows)
-    gid = group_ids(index_valid, scores.device)
+    gid = group_ids(index_valid, scores.device, sorted_ids)
     mean, std, count = group_mean_std(scores, gid, eps=0.0, device=scores.device)
     return Batch(
         rows=rows,
@@ -141,13 +148,17 @@ def prepare_batch(token_level_rewards: torch.Tensor, response_mask: torch.Tensor
     )
 
 
-def group_ids(index, device) -> torch.Tensor:
+def group_ids(index, device, sorted_ids: bool = True) -> torch.Tensor:
     """(n,) contiguous group ids in [0, G): ``torch.unique(as_torch_index(index), return_inverse=True)[1]``.
 
     verl repeats each prompt's uid over its responses, side by side. Factorising 8192 string uids
     (``np.unique``: a sort with Python comparisons) costs more than the rest of HA-DW, so each label is
     compared once with its neighbour (vectorised) and only the first label of each run of equal labels is
     factorised. Exact for any order: equal labels in separate runs still get one id from ``as_torch_index``.
+
+    ``sorted_ids=False`` is for callers whose results do not depend on how groups are numbered (HA-DW over
+    GRPO: per-group sums run in row order whatever the id): when the runs' labels are distinct non-numeric
+    strings (verl's uuids), the run number is the group id and nothing is sorted.
     """
     if isinstance(index, torch.Tensor) or len(index) < 2:
         _, gid = torch.unique(as_torch_index(index, device=device), return_inverse=True)
@@ -157,10 +168,31 @@ def group_ids(index, device) -> torch.Tensor:
     if not isinstance(new_run, np.ndarray) or new_run.dtype != bool or new_run.shape != (len(labels) - 1,):
         _, gid = torch.unique(as_torch_index(index, device=device), return_inverse=True)  # exotic labels
         return gid
-    run_of_row = np.concatenate(([0], np.cumsum(new_run)))  # (n,) run number of each row
-    first = np.concatenate(([0], np.flatnonzero(new_run) + 1))  # (R,) first row of each run
-    _, run_gid = torch.unique(as_torch_index(labels[first], device=device), return_inverse=True)
-    return run_gid[torch.from_numpy(run_of_row).to(device)]
+    run_of_row = np.empty(len(labels), dtype=np.int64)  # (n,) run number of each row
+    run_of_row[0] = 0
+    np.cumsum(new_run, out=run_of_row[1:])
+    run_labels = labels[np.concatenate(([True], new_run))]  # (R,) the label of each run
+    run_of_row = torch.from_numpy(run_of_row).to(device)
+    if not sorted_ids and _distinct_text(run_labels):
+        return run_of_row
+    _, run_gid = torch.unique(as_torch_index(run_labels, device=device), return_inverse=True)
+    return run_gid[run_of_row]
+
+
+def _distinct_text(labels: np.ndarray) -> bool:
+    """All labels are distinct ``str`` that ``as_torch_index`` factorises by equality (not numeric strings,
+    which it groups by their int value)."""
+    if labels.dtype.kind not in "UO":
+        return False
+    values = labels.tolist()
+    if labels.dtype.kind == "O" and set(map(type, values)) != {str}:
+        return False
+    try:
+        labels.astype(np.int64)
+        return False
+    except (TypeError, ValueError, OverflowError):
+        pass
+    return len(set(values)) == len(values)
 
 
 def as_valid_index(index, rows: torch.Tensor):
