@@ -52,16 +52,16 @@ DAMAGE = {
     "empty": (lambda p: p.write_bytes(b""), r"is empty \(0 bytes\)"),
     "list": (lambda p: p.write_text("[1, 2, 3]"), r"holds an array where an object is expected"),
     "state-not-object": (lambda p: edit(p, _set([], "state")), r"has a 'state' that is not an object"),
-    "schema": (lambda p: edit(p, _set(7, "state", "schema_version")), r"schema_version 7 but this verl-hadw reads version 1"),
+    "schema": (lambda p: edit(p, _set(7, "state", "schema_version")), r"schema_version 7 but this .* reads version 1"),
     "no-schema": (lambda p: edit(p, lambda d: _pop(d, "state", "schema_version")), r"schema_version None"),
     "missing-top": (lambda p: edit(p, lambda d: _pop(d, "global_step")), r"lacks the key\(s\) global_step"),
-    "missing-field": (lambda p: edit(p, lambda d: _pop(d, "state", "posteriors")), r"lacks the key\(s\) state\.posteriors"),
+    "missing-field": (lambda p: edit(p, lambda d: _pop(d, "state", "posteriors")), r"lacks the key\(s\) state\.poster"),
     "unknown-field": (lambda p: edit(p, _set(1, "state", "extra")), r"unknown key state\.extra"),
     "prior-range": (lambda p: edit(p, _set(1.7, "state", "prior")), r"invalid fields: prior=1\.7"),
     "count-type": (lambda p: edit(p, _set("48", "state", "count")), r"count='48' \(expected an integer >= 1\)"),
     "nan-history": (lambda p: edit(p, _set([0.5, float("nan")], "state", "posteriors")), r"posteriors=\[0\.5, nan\]"),
     "ragged-history": (lambda p: edit(p, _set([0.5], "state", "accuracies")), r"posteriors and accuracies differ"),
-    "correct>count": (lambda p: edit(p, _set(1000.0, "state", "correct")), r"correct=1000\.0 \(expected a number in \[0, count\]\)"),
+    "correct>count": (lambda p: edit(p, _set(1000.0, "state", "correct")), r"correct=1000\.0 \(expected .*\[0, count"),
     "bool-flag": (lambda p: edit(p, _set("no", "state", "warned_frozen")), r"warned_frozen='no'"),
     "config-type": (lambda p: edit(p, _set(4, "state", "config")), r"config=4 \(expected an object\)"),
     "other-step": (lambda p: edit(p, _set(2, "global_step")), r"belongs to step 2 .* resumes from step 3"),
@@ -125,7 +125,8 @@ def test_allow_missing_state_continues_past_a_damaged_file_with_a_fresh_anchor(t
     with caplog.at_level(logging.WARNING, logger="verl_hadw.callback"):
         cb = HadwCheckpointCallback(config(str(tmp_path), resume=True, extra_hadw={"allow_missing_state": True}))
     assert cb.restored_step is None
-    assert any("is not valid JSON" in r.message and "continuing with a fresh anchor" in r.message for r in caplog.records)
+    messages = [r.message for r in caplog.records]
+    assert any("is not valid JSON" in m and "continuing with a fresh anchor" in m for m in messages)
     SkipManager.set_step(4)
     compute_advantage(batch(4), "hadw", config=cb.config.algorithm)
     state = anchor_client.state_dict(cb.hadw)

@@ -237,8 +237,9 @@ def test_group_ids_equal_verls_factorisation(case):
         "non-ascii": np.array(["é", "e", "z", "É", "e"], dtype=object),
         "numeric-then-text": np.array(["12", "12", "7", "x"], dtype=object),
     }[case]
-    expected = torch.unique(as_torch_index(index, device="cpu"), return_inverse=True)[1]
-    assert torch.equal(group_ids(index, "cpu"), expected)
+    uniques, expected = torch.unique(as_torch_index(index, device="cpu"), return_inverse=True)
+    gid, n_groups = group_ids(index, "cpu")
+    assert torch.equal(gid, expected) and n_groups == uniques.numel()
 
 
 @pytest.mark.parametrize("case", ["contiguous", "shuffled", "split-runs", "numeric-strings", "mixed-objects"])
@@ -254,7 +255,8 @@ def test_unsorted_group_ids_are_the_same_partition(case):
         "numeric-strings": np.array(["12", "12", "012", "7", "7"], dtype=object),  # "12" and "012": one group
         "mixed-objects": np.array(["None", None, None, "a"], dtype=object),  # verl compares these as str
     }[case]
-    fast, ref = group_ids(index, "cpu", sorted_ids=False), group_ids(index, "cpu")
+    (fast, n_fast), (ref, n_ref) = group_ids(index, "cpu", sorted_ids=False), group_ids(index, "cpu")
+    assert n_fast == n_ref
     pairs = set(zip(fast.tolist(), ref.tolist()))
     assert len(pairs) == len(set(fast.tolist())) == len(set(ref.tolist()))  # a bijection between the ids
     assert set(fast.tolist()) == set(range(len(pairs)))
@@ -275,8 +277,23 @@ def test_hadw_over_grpo_is_bit_identical_with_unsorted_group_ids(normalize_phi):
     from verl_hadw.groups import group_ids
 
     valid = labels[lengths > 0]
-    assert not torch.equal(group_ids(valid, "cpu", sorted_ids=False), group_ids(valid, "cpu"))  # fast path taken
+    assert not torch.equal(group_ids(valid, "cpu", sorted_ids=False)[0], group_ids(valid, "cpu")[0])  # fast path
     cfg = dict(success_threshold=0.0, normalize_phi=normalize_phi, anchor={"mode": "fixed", "fixed_value": 0.4})
     fast, _ = hadw(token_level_rewards=rewards, response_mask=mask, index=labels, config=algo(**cfg))
     ref, _ = hadw(token_level_rewards=rewards, response_mask=mask, index=codes, config=algo(**cfg))
     assert torch.equal(fast, ref) and fast.abs().sum() > 0
+
+
+def test_group_stats_are_bit_identical_to_verls_group_mean_std():
+    from verl.utils.groupwise import group_mean_std
+
+    from verl_hadw.groups import group_stats
+
+    rng = np.random.default_rng(5)
+    gid = torch.from_numpy(np.repeat(rng.permutation(30), rng.integers(1, 9, size=30)))  # singletons included
+    scores = torch.from_numpy(rng.normal(size=gid.numel()).astype(np.float32) * 3)
+    mean, std, count, group_mean = group_stats(scores, gid, 30)
+    ref_mean, ref_std, ref_count = group_mean_std(scores, gid, eps=0.0, device="cpu")
+    assert torch.equal(mean, ref_mean) and torch.equal(std, ref_std) and torch.equal(count, ref_count)
+    sums = torch.zeros(30).index_add_(0, gid, scores)
+    assert torch.equal(group_mean, sums / count) and (count == 1).any()

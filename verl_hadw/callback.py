@@ -176,7 +176,9 @@ def read_state_file(path: str, step: int) -> dict:
     unknown = sorted(state.keys() - _STATE_FIELDS)
     bad = _field_problems(state) + [f"unknown key state.{k}" for k in unknown]
     if not _is_int(saved["global_step"], 1) or not isinstance(saved["state_key"], str):
-        bad.append(f"global_step={saved['global_step']!r}, state_key={saved['state_key']!r} (an integer >= 1, a string)")
+        bad.append(
+            f"global_step={saved['global_step']!r}, state_key={saved['state_key']!r} (an integer >= 1, a string)"
+        )
     if bad:
         raise ValueError(f"has invalid fields: {'; '.join(bad)}")
     if saved["global_step"] != step or state["open_step"] not in (None, step):

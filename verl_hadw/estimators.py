@@ -145,7 +145,8 @@ def compute_hadw_outcome_advantage(
             adv, dgpo_counts = dgpo_advantage(b, acc, cfg.dgpo)
         else:
             adv, dgpo_counts = grpo_advantage(b, cfg.epsilon, cfg.norm_adv_by_std), None
-        p_hat = (group_sum(acc, b.gid, b.n_groups) / b.count)[b.gid]  # per-group mean accuracy
+        # per-group mean accuracy p̂; binary scores are their own accuracy, so it is the group's plain mean
+        p_hat = (b.group_mean if threshold is None else group_sum(acc, b.gid, b.n_groups) / b.count)[b.gid]
 
         client = anchor_client.get_client(cfg)
         view = client.observe(correct=float(acc.sum()), count=int(acc.numel()))  # Eq. 7: K_t and B_t

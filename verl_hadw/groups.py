@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from verl.utils.groupwise import as_torch_index, group_mean_std
+from verl.utils.groupwise import as_torch_index
 
 __all__ = ["Batch", "check_inputs", "prepare_batch", "group_sum", "accuracy_of"]
 
@@ -28,6 +28,7 @@ class Batch:
     count: torch.Tensor  # (G,) valid responses per group
     mean: torch.Tensor  # (G,) group mean score (verl's group_mean_std; singletons: 0)
     std: torch.Tensor  # (G,) unbiased group std (singletons: 1)
+    group_mean: torch.Tensor  # (G,) Σ scores / count, singletons included
     n_rows: int  # N, including padding rows
 
     def lengths(self) -> torch.Tensor:
@@ -133,23 +134,42 @@ def prepare_batch(
         bad = rows[~torch.isfinite(scores)][:5].tolist()
         raise ValueError(f"non-finite (NaN/Inf) rewards in rows {bad}: check the reward function's output")
     index_valid = index if all_valid else as_valid_index(index, rows)
-    gid = group_ids(index_valid, scores.device, sorted_ids)
-    mean, std, count = group_mean_std(scores, gid, eps=0.0, device=scores.device)
+    gid, n_groups = group_ids(index_valid, scores.device, sorted_ids)
+    scores = scores.float()
+    mean, std, count, group_mean = group_stats(scores, gid, n_groups)
     return Batch(
         rows=rows,
-        scores=scores.float(),
+        scores=scores,
         response_mask=response_mask,
         gid=gid,
-        n_groups=int(count.numel()),
+        n_groups=n_groups,
         count=count,
         mean=mean,
         std=std,
+        group_mean=group_mean,
         n_rows=n_rows,
     )
 
 
-def group_ids(index, device, sorted_ids: bool = True) -> torch.Tensor:
-    """(n,) contiguous group ids in [0, G): ``torch.unique(as_torch_index(index), return_inverse=True)[1]``.
+def group_stats(scores: torch.Tensor, gid: torch.Tensor, n_groups: int):
+    """(G,) mean, unbiased std, count and the plain mean Σ/count of float32 ``scores`` (n,).
+
+    The same operations in the same order as verl's ``group_mean_std(eps=0)``, so bit-identical to it (and to
+    verl's grpo), minus its two host syncs (``max().item()``, ``any()``): every id in [0, G) has a row.
+    Single-response groups: mean 0, std 1, as in verl.
+    """
+    count = torch.bincount(gid, minlength=n_groups).float()  # exact, as verl's index_add_ of ones
+    group_mean = group_sum(scores, gid, n_groups) / count
+    centered = scores - group_mean[gid]
+    var = group_sum(centered * centered, gid, n_groups) / (count - 1.0).clamp_min(1.0)
+    single = count <= 1.0
+    mean = group_mean.masked_fill(single, 0.0)
+    std = torch.sqrt(var.clamp(min=0.0)).masked_fill(single, 1.0)
+    return mean, std, count, group_mean
+
+
+def group_ids(index, device, sorted_ids: bool = True) -> tuple[torch.Tensor, int]:
+    """(n,) contiguous group ids in [0, G) and G: ``torch.unique(as_torch_index(index), return_inverse=True)``.
 
     verl repeats each prompt's uid over its responses, side by side. Factorising 8192 string uids
     (``np.unique``: a sort with Python comparisons) costs more than the rest of HA-DW, so each label is
@@ -161,22 +181,25 @@ def group_ids(index, device, sorted_ids: bool = True) -> torch.Tensor:
     strings (verl's uuids), the run number is the group id and nothing is sorted.
     """
     if isinstance(index, torch.Tensor) or len(index) < 2:
-        _, gid = torch.unique(as_torch_index(index, device=device), return_inverse=True)
-        return gid
+        return _factorise(index, device)
     labels = index if isinstance(index, np.ndarray) else np.asarray(index)  # as as_torch_index converts it
     new_run = labels[1:] != labels[:-1]
     if not isinstance(new_run, np.ndarray) or new_run.dtype != bool or new_run.shape != (len(labels) - 1,):
-        _, gid = torch.unique(as_torch_index(index, device=device), return_inverse=True)  # exotic labels
-        return gid
+        return _factorise(index, device)  # exotic labels
     run_of_row = np.empty(len(labels), dtype=np.int64)  # (n,) run number of each row
     run_of_row[0] = 0
     np.cumsum(new_run, out=run_of_row[1:])
     run_labels = labels[np.concatenate(([True], new_run))]  # (R,) the label of each run
     run_of_row = torch.from_numpy(run_of_row).to(device)
     if not sorted_ids and _distinct_text(run_labels):
-        return run_of_row
-    _, run_gid = torch.unique(as_torch_index(run_labels, device=device), return_inverse=True)
-    return run_gid[run_of_row]
+        return run_of_row, len(run_labels)
+    run_gid, n_groups = _factorise(run_labels, device)
+    return run_gid[run_of_row], n_groups
+
+
+def _factorise(labels, device) -> tuple[torch.Tensor, int]:
+    uniques, gid = torch.unique(as_torch_index(labels, device=device), return_inverse=True)
+    return gid, uniques.numel()
 
 
 def _distinct_text(labels: np.ndarray) -> bool:
