@@ -139,7 +139,8 @@ def compute_hadw_outcome_advantage(
     cfg: HadwConfig = parse_hadw(config)
     metrics.enable(cfg.log_metrics)  # verl's Tracking.log is wrapped only once an estimator of ours runs
     with torch.no_grad():
-        b = prepare_batch(token_level_rewards, response_mask, index)
+        # Over GRPO nothing depends on how groups are numbered: skip sorting the uids (see groups.group_ids).
+        b = prepare_batch(token_level_rewards, response_mask, index, sorted_ids=cfg.base == "dgpo")
         threshold = cfg.success_threshold if cfg.success_threshold is not None else cfg.dgpo.success_threshold
         by_accuracy = cfg.difficulty_from == "accuracy"
         acc = None
@@ -151,7 +152,9 @@ def compute_hadw_outcome_advantage(
             adv, dgpo_counts = grpo_advantage(b, cfg.epsilon, cfg.norm_adv_by_std), None
         # What "difficulty" is measured on: accuracy (paper) or the raw reward (released code, difficulty_from=reward)
         y = acc if by_accuracy else b.scores
-        p_hat = (group_sum(y, b.gid, b.n_groups) / b.count)[b.gid]  # per-group mean accuracy (or reward)
+        # p̂: the per-group mean of y; binary scores are their own accuracy, so then it is the group's score mean
+        plain_mean = not by_accuracy or threshold is None
+        p_hat = (b.group_mean if plain_mean else group_sum(y, b.gid, b.n_groups) / b.count)[b.gid]
 
         client = anchor_client.get_client(cfg, legacy_resume.from_config(config))  # legacy trainer: anchor files
         view = client.observe(correct=float(y.sum()), count=int(y.numel()))  # Eq. 7: K_t and B_t

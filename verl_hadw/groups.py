@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from verl.utils.groupwise import as_torch_index, group_mean_std
+from verl.utils.groupwise import as_torch_index
 
-__all__ = ["Batch", "prepare_batch", "group_sum", "accuracy_of"]
+__all__ = ["Batch", "check_inputs", "prepare_batch", "group_sum", "accuracy_of"]
 
 
 @dataclass
@@ -28,6 +28,7 @@ class Batch:
     count: torch.Tensor  # (G,) valid responses per group
     mean: torch.Tensor  # (G,) group mean score (verl's group_mean_std; singletons: 0)
     std: torch.Tensor  # (G,) unbiased group std (singletons: 1)
+    group_mean: torch.Tensor  # (G,) Σ scores / count, singletons included
     n_rows: int  # N, including padding rows
 
     def lengths(self) -> torch.Tensor:
@@ -41,7 +42,10 @@ def valid_rows(response_mask: torch.Tensor) -> torch.Tensor:
     Exact, but cheap: a row whose first mask entry is set is valid; only the others (verl's padding rows,
     in practice) are scanned in full.
     """
-    valid = response_mask[:, 0] != 0
+    first = response_mask[:, 0]
+    if bool(first.all()):  # the usual step: no padding rows
+        return torch.arange(first.numel(), device=first.device)
+    valid = first != 0
     unsure = (~valid).nonzero().squeeze(-1)
     if unsure.numel():
         valid[unsure] = (response_mask[unsure] != 0).any(dim=-1)
@@ -59,46 +63,159 @@ def group_reduce(values: torch.Tensor, gid: torch.Tensor, n_groups: int, how: st
     return out.scatter_reduce_(0, gid, values, reduce=how, include_self=False)
 
 
-def prepare_batch(token_level_rewards: torch.Tensor, response_mask: torch.Tensor, index) -> Batch:
+def _shape(t: torch.Tensor) -> str:
+    return str(tuple(t.shape))
+
+
+def check_inputs(token_level_rewards, response_mask, index) -> None:
+    """Types, shapes, dtypes and devices of an estimator's inputs, with errors that name the argument.
+
+    Metadata comparisons only (no pass over the data). Integer and bool rewards are accepted: their
+    per-row sums are cast to float32 (exact below 2**24). Any real mask dtype (bool, int, float) is fine.
+    """
+    for name, t in (("token_level_rewards", token_level_rewards), ("response_mask", response_mask)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor of shape (batch, response_length), got {type(t).__name__}")
+        if t.is_complex():
+            raise ValueError(f"{name} has complex dtype {t.dtype}; use a real (float, int or bool) tensor")
+    if token_level_rewards.dim() != 2:
+        raise ValueError(
+            f"token_level_rewards has shape {_shape(token_level_rewards)} but must be 2-D (batch, response_length)"
+        )
+    if response_mask.shape != token_level_rewards.shape:
+        raise ValueError(
+            f"response_mask has shape {_shape(response_mask)} but token_level_rewards has "
+            f"{_shape(token_level_rewards)}: both must be (batch, response_length)"
+        )
+    if response_mask.device != token_level_rewards.device:
+        raise ValueError(
+            f"response_mask is on {response_mask.device} but token_level_rewards on {token_level_rewards.device}: "
+            "both must be on one device"
+        )
+    if token_level_rewards.shape[0] and token_level_rewards.shape[1] == 0:
+        raise ValueError(f"token_level_rewards has shape {_shape(token_level_rewards)}: response_length is 0")
+    n_index = getattr(index, "shape", None)
+    if n_index is not None and len(n_index) != 1:
+        raise ValueError(f"index has shape {tuple(n_index)} but must be 1-D (batch,), one uid per row")
+    if len(index) != token_level_rewards.shape[0]:
+        raise ValueError(f"index has {len(index)} entries but the batch has {token_level_rewards.shape[0]} rows")
+
+
+def prepare_batch(
+    token_level_rewards: torch.Tensor, response_mask: torch.Tensor, index, sorted_ids: bool = True
+) -> Batch:
     """Scores, lengths and group statistics of the valid rows of one estimator call.
 
     Args:
         token_level_rewards: (N, L) float, the outcome reward summed over tokens is the score.
         response_mask: (N, L), rows that are all zero are verl's padding rows.
         index: (N,) uid per row (np.ndarray of str/int or a tensor).
+        sorted_ids: number groups in sorted label order (see ``group_ids``); False only where no result
+            depends on the numbering.
     """
     if index is None:
         raise ValueError(
             "the advantage estimator got no 'index': verl passes data.non_tensor_batch['uid'] as the group "
             "index; make sure every row of the batch carries a 'uid'"
         )
+    check_inputs(token_level_rewards, response_mask, index)
     n_rows = token_level_rewards.shape[0]
-    if len(index) != n_rows:
-        raise ValueError(f"index has {len(index)} entries but the batch has {n_rows} rows")
     if n_rows == 0:
         raise ValueError("the advantage estimator got an empty batch (0 rows)")
     rows = valid_rows(response_mask)
     if rows.numel() == 0:
         raise ValueError(f"the batch has {n_rows} rows but none with a response token (all padding)")
-    scores = token_level_rewards.sum(dim=-1)[rows]
+    all_valid = rows.numel() == n_rows
+    scores = token_level_rewards.sum(dim=-1)
+    scores = scores if all_valid else scores[rows]
+    if not scores.is_floating_point():  # int/bool rewards: exact integer sums, then float
+        scores = scores.float()
     if not torch.isfinite(scores).all():
         bad = rows[~torch.isfinite(scores)][:5].tolist()
         raise ValueError(f"non-finite (NaN/Inf) rewards in rows {bad}: check the reward function's output")
-    index_valid = index if rows.numel() == n_rows else as_valid_index(index, rows)
-    gid = as_torch_index(index_valid, device=scores.device)
-    _, gid = torch.unique(gid, return_inverse=True)  # contiguous ids over the valid rows only
-    mean, std, count = group_mean_std(scores, gid, eps=0.0, device=scores.device)
+    index_valid = index if all_valid else as_valid_index(index, rows)
+    gid, n_groups = group_ids(index_valid, scores.device, sorted_ids)
+    scores = scores.float()
+    mean, std, count, group_mean = group_stats(scores, gid, n_groups)
     return Batch(
         rows=rows,
-        scores=scores.float(),
+        scores=scores,
         response_mask=response_mask,
         gid=gid,
-        n_groups=int(count.numel()),
+        n_groups=n_groups,
         count=count,
         mean=mean,
         std=std,
+        group_mean=group_mean,
         n_rows=n_rows,
     )
+
+
+def group_stats(scores: torch.Tensor, gid: torch.Tensor, n_groups: int):
+    """(G,) mean, unbiased std, count and the plain mean Σ/count of float32 ``scores`` (n,).
+
+    The same operations in the same order as verl's ``group_mean_std(eps=0)``, so bit-identical to it (and to
+    verl's grpo), minus its two host syncs (``max().item()``, ``any()``): every id in [0, G) has a row.
+    Single-response groups: mean 0, std 1, as in verl.
+    """
+    count = torch.bincount(gid, minlength=n_groups).float()  # exact, as verl's index_add_ of ones
+    group_mean = group_sum(scores, gid, n_groups) / count
+    centered = scores - group_mean[gid]
+    var = group_sum(centered * centered, gid, n_groups) / (count - 1.0).clamp_min(1.0)
+    single = count <= 1.0
+    mean = group_mean.masked_fill(single, 0.0)
+    std = torch.sqrt(var.clamp(min=0.0)).masked_fill(single, 1.0)
+    return mean, std, count, group_mean
+
+
+def group_ids(index, device, sorted_ids: bool = True) -> tuple[torch.Tensor, int]:
+    """(n,) contiguous group ids in [0, G) and G: ``torch.unique(as_torch_index(index), return_inverse=True)``.
+
+    verl repeats each prompt's uid over its responses, side by side. Factorising 8192 string uids
+    (``np.unique``: a sort with Python comparisons) costs more than the rest of HA-DW, so each label is
+    compared once with its neighbour (vectorised) and only the first label of each run of equal labels is
+    factorised. Exact for any order: equal labels in separate runs still get one id from ``as_torch_index``.
+
+    ``sorted_ids=False`` is for callers whose results do not depend on how groups are numbered (HA-DW over
+    GRPO: per-group sums run in row order whatever the id): when the runs' labels are distinct non-numeric
+    strings (verl's uuids), the run number is the group id and nothing is sorted.
+    """
+    if isinstance(index, torch.Tensor) or len(index) < 2:
+        return _factorise(index, device)
+    labels = index if isinstance(index, np.ndarray) else np.asarray(index)  # as as_torch_index converts it
+    new_run = labels[1:] != labels[:-1]
+    if not isinstance(new_run, np.ndarray) or new_run.dtype != bool or new_run.shape != (len(labels) - 1,):
+        return _factorise(index, device)  # exotic labels
+    run_of_row = np.empty(len(labels), dtype=np.int64)  # (n,) run number of each row
+    run_of_row[0] = 0
+    np.cumsum(new_run, out=run_of_row[1:])
+    run_labels = labels[np.concatenate(([True], new_run))]  # (R,) the label of each run
+    run_of_row = torch.from_numpy(run_of_row).to(device)
+    if not sorted_ids and _distinct_text(run_labels):
+        return run_of_row, len(run_labels)
+    run_gid, n_groups = _factorise(run_labels, device)
+    return run_gid[run_of_row], n_groups
+
+
+def _factorise(labels, device) -> tuple[torch.Tensor, int]:
+    uniques, gid = torch.unique(as_torch_index(labels, device=device), return_inverse=True)
+    return gid, uniques.numel()
+
+
+def _distinct_text(labels: np.ndarray) -> bool:
+    """All labels are distinct ``str`` that ``as_torch_index`` factorises by equality (not numeric strings,
+    which it groups by their int value)."""
+    if labels.dtype.kind not in "UO":
+        return False
+    values = labels.tolist()
+    if labels.dtype.kind == "O" and set(map(type, values)) != {str}:
+        return False
+    try:
+        labels.astype(np.int64)
+        return False
+    except (TypeError, ValueError, OverflowError):
+        pass
+    return len(set(values)) == len(values)
 
 
 def as_valid_index(index, rows: torch.Tensor):
