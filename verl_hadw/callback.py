@@ -300,16 +300,16 @@ class HadwCheckpointCallback(CheckpointCallback):
         if state["open_step"] not in (None, global_step):
             logger.warning(f"saving anchor at verl step {global_step} but the anchor's last step is {state['open_step']}")
         payload = {"global_step": global_step, "state_key": self.hadw.state_key, "state": state}
-        write_state_file(checkpoint_dir, payload)
+        write_state_file(os.path.join(checkpoint_dir, STATE_FILE), payload)
 
 
-def write_state_file(checkpoint_dir: str, payload: dict) -> None:
-    """Write ``payload`` to ``checkpoint_dir/verl_hadw_anchor.json`` atomically: a temp file, fsync, rename.
+def write_state_file(path: str, payload: dict) -> None:
+    """Write ``payload`` to ``path`` atomically: a temp file, fsync, rename (both trainers' anchor files).
 
     On any OS error the temp file is removed (an existing anchor file stays as it was) and AnchorSaveError
     names the directory and the way on.
     """
-    path = os.path.join(checkpoint_dir, STATE_FILE)
+    checkpoint_dir = os.path.dirname(path)
     tmp = f"{path}.tmp.{os.getpid()}"
     try:
         os.makedirs(checkpoint_dir, exist_ok=True)
@@ -325,7 +325,7 @@ def write_state_file(checkpoint_dir: str, payload: dict) -> None:
             pass  # never created, or already renamed
         raise AnchorSaveError(
             f"could not write the HA-DW anchor into {checkpoint_dir} ({exc.strerror or exc}): the directory is "
-            f"full or not writable; no partial {STATE_FILE} was left. verl may already list this checkpoint as the "
+            f"full or not writable; no partial {os.path.basename(path)} was left. verl may already list this checkpoint as the "
             "latest, and resuming from it stops for the missing anchor: free space or fix the permissions and "
             "resume from the previous checkpoint (trainer.resume_mode=resume_path), or set "
             "+algorithm.hadw.allow_missing_state=true to continue with a fresh anchor."

@@ -14,7 +14,6 @@ verl passes ``config=self.config.algorithm``, a child of the full resolved confi
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import re
@@ -55,14 +54,9 @@ class LegacyCheckpoint:
         data_pt = os.path.join(self.local_dir, f"global_step_{step}", "data.pt")
         if os.path.exists(data_pt):  # an older run's checkpoint of this step that verl is about to overwrite
             payload["replaces_data_pt_mtime_ns"] = os.stat(data_pt).st_mtime_ns
-        path = self.snapshot_path(step)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.tmp.{os.getpid()}"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(payload, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        from verl_hadw.callback import write_state_file
+
+        write_state_file(self.snapshot_path(step), payload)
         self._prune(step)
 
     def _prune(self, step: int) -> None:
@@ -119,13 +113,16 @@ class LegacyCheckpoint:
 
     @staticmethod
     def _read(path: str, previous: int, folder: str, key: str) -> dict:
-        with open(path, encoding="utf-8") as f:
-            saved = json.load(f)
-        if saved.get("global_step") != previous or saved["state"].get("open_step") not in (None, previous):
+        from verl_hadw.callback import read_state_file
+
+        try:  # the v1 callback's checks: readable, complete, valid fields, the step verl resumes from
+            saved = read_state_file(path, previous)
+        except ValueError as exc:
             raise MissingAnchorStateError(
-                f"{path} belongs to step {saved.get('global_step')} (anchor step {saved['state'].get('open_step')}) "
-                f"but verl resumes from step {previous} ({folder}): the file was copied from another checkpoint"
-            )
+                f"HA-DW anchor file {path} {exc} ({folder}). Resume from another checkpoint "
+                "(trainer.resume_mode=resume_path), or set +algorithm.hadw.allow_missing_state=true to continue "
+                "with a fresh anchor."
+            ) from exc
         replaced = saved.get("replaces_data_pt_mtime_ns")
         data_pt = os.path.join(folder, "data.pt")
         if replaced is not None and os.path.exists(data_pt) and os.stat(data_pt).st_mtime_ns == replaced:
