@@ -1,8 +1,8 @@
 """Vectorised per-group statistics over verl's uid index, with padding rows excluded.
 
 verl pads a step's batch with rows whose ``response_mask`` is all zero (``padding_utils``); they must not
-count as responses. Every helper here works on the *valid* rows only, with group ids from verl's own
-``as_torch_index``; results for padding rows are zero. No Python loop over rows or groups.
+count as responses. Every helper here works on the *valid* rows only, grouped as verl's own ``as_torch_index``
+groups the uids (``group_ids``); results for padding rows are zero. No Python loop over rows or groups.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from verl.utils.groupwise import as_torch_index
 
-__all__ = ["Batch", "check_inputs", "prepare_batch", "group_sum", "accuracy_of"]
+__all__ = ["Batch", "check_inputs", "prepare_batch", "group_ids", "group_stats", "group_sum", "accuracy_of"]
 
 
 @dataclass
