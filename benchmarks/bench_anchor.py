@@ -19,26 +19,13 @@ from __future__ import annotations
 
 import argparse
 import random
-import statistics
 import time
 
-import numpy as np
 import torch
 
+from bench_estimators import make_batch  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
+
 TARGET_P50_MS = 2.0
-
-
-def make_batch(n: int, group: int, length: int, seed: int = 0):
-    """(rewards, mask, index): n // group uids, each on ``group`` rows spread over the batch at random."""
-    g = torch.Generator().manual_seed(seed)
-    lengths = torch.randint(length // 8, length + 1, (n,), generator=g)
-    mask = (torch.arange(length)[None, :] < lengths[:, None]).float()
-    rewards = torch.zeros(n, length)
-    rewards[torch.arange(n), lengths - 1] = (torch.rand(n, generator=g) < 0.4).float()
-    uid = np.arange(n) % (n // group)  # round-robin: row i belongs to uid i mod (n / G)
-    np.random.default_rng(seed).shuffle(uid)
-    index = np.array([f"uid-{u:06d}" for u in uid], dtype=object)
-    return rewards, mask, index
 
 
 def percentile(values: list[float], q: float) -> float:

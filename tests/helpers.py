@@ -32,3 +32,20 @@ def algo(estimator="hadw", **hadw):
 def row_adv(advantages, mask):
     """(N,) the per-row scalar advantage (0 for padding rows)."""
     return (advantages * mask).sum(-1) / mask.sum(-1).clamp_min(1)
+
+
+def flat_config(cfg) -> dict:
+    """A composed config as {dotted.key: value}, interpolations unresolved."""
+    from omegaconf import OmegaConf
+
+    out = {}
+
+    def walk(node, prefix):
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, f"{prefix}.{k}" if prefix else str(k))
+        else:
+            out[prefix] = node
+
+    walk(OmegaConf.to_container(cfg, resolve=False), "")
+    return out

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from helpers import algo, make_inputs, row_adv
+from helpers import algo, flat_config, make_inputs, row_adv
 from omegaconf import OmegaConf
 from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage
 
@@ -162,20 +162,6 @@ def test_released_runs_are_catalogued_one_per_table1_model():
         assert C.describe(run).startswith("HA-DW as the authors' released code computes it")
 
 
-def _flat(cfg) -> dict:
-    out = {}
-
-    def walk(node, prefix):
-        if isinstance(node, dict):
-            for k, v in node.items():
-                walk(v, f"{prefix}.{k}" if prefix else str(k))
-        else:
-            out[prefix] = node
-
-    walk(OmegaConf.to_container(cfg, resolve=False), "")
-    return out
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("run", sorted(K.RELEASED_CODE_RUNS))
 def test_released_run_validates_and_differs_from_the_paper_run_only_in_the_estimator(run, capsys):
@@ -183,7 +169,7 @@ def test_released_run_validates_and_differs_from_the_paper_run_only_in_the_estim
     resolved = C.validate_like_main_ppo(cfg.copy(), deep=True)["resolved"]
     assert "All configuration checks passed successfully!" in capsys.readouterr().out
     assert resolved.algorithm.hadw.state_key == f"hadw/{run}"
-    a, b = _flat(cfg), _flat(C.compose_run(K.RELEASED_CODE_RUNS[run], fast=False))
+    a, b = flat_config(cfg), flat_config(C.compose_run(K.RELEASED_CODE_RUNS[run], fast=False))
     differing = {k for k in a.keys() | b.keys() if a.get(k, "<absent>") != b.get(k, "<absent>")}
     assert differing == {
         "trainer.experiment_name", "algorithm.hadw.lambda_scale", "algorithm.hadw.difficulty_from",

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
+from helpers import flat_config
 from verl_hadw.repro import catalogue as K
 from verl_hadw.repro import compose as C
 
@@ -26,20 +27,6 @@ EVAL_CASES = [("dgpo_t1_dgpo", "dgpo"), ("dgpo_t1_base", "dgpo"), ("hadw_t1_qwen
 def composed():
     """Every run composed once (through the run files' own pkg://verl.trainer.config search path)."""
     return {run: C.compose_run(run, fast=False) for run in RUN_FILES}
-
-
-def _flat(cfg) -> dict:
-    out = {}
-
-    def walk(node, prefix):
-        if isinstance(node, dict):
-            for k, v in node.items():
-                walk(v, f"{prefix}.{k}" if prefix else str(k))
-        else:
-            out[prefix] = node
-
-    walk(OmegaConf.to_container(cfg, resolve=False), "")
-    return out
 
 
 # ------------------------------------------------------------------------------------------- catalogue
@@ -263,7 +250,7 @@ PAIRS = [
 
 @pytest.mark.parametrize("run,baseline,changed", PAIRS, ids=[p[0] for p in PAIRS])
 def test_run_differs_from_its_baseline_only_where_the_paper_does(run, baseline, changed, composed):
-    a, b = _flat(composed[run]), _flat(composed[baseline])
+    a, b = flat_config(composed[run]), flat_config(composed[baseline])
     differing = {k for k in a.keys() | b.keys() if a.get(k, "<absent>") != b.get(k, "<absent>")}
     expected = set(changed)
     if K.ALIASES.get(run, run) != baseline:
