@@ -48,6 +48,23 @@ def test_wheel_builds_without_package_warnings_and_ships_every_yaml(wheel):
     assert modules <= names, sorted(modules - names)
 
 
+def test_wheel_metadata_has_one_verl_pin_and_the_extras(wheel):
+    """The plugin needs verl alone; [gpu] follows verl's own GPU pins through its extras (vllm, fsdp)."""
+    import verl_hadw
+
+    path, _, _ = wheel
+    (meta,) = [n for n in zipfile.ZipFile(path).namelist() if n.endswith(".dist-info/METADATA")]
+    text = zipfile.ZipFile(path).read(meta).decode()
+    requires = re.findall(r"^Requires-Dist: (.*)$", text, re.M)
+    core = [r for r in requires if "extra ==" not in r]
+    assert f"verl=={verl_hadw.VERL_VERSION}" in core
+    assert not any(r.split("[")[0].split("=")[0].split(">")[0].strip() in {"scipy", "matplotlib", "math-verify"} for r in core)
+    assert f'verl[fsdp,vllm]=={verl_hadw.VERL_VERSION}; extra == "gpu"' in requires
+    assert re.search(r"^Version: " + re.escape(verl_hadw.__version__) + "$", text, re.M)
+    for extra in ("repro", "research", "test", "gpu"):
+        assert f"Provides-Extra: {extra}" in text
+
+
 @pytest.fixture(scope="module")
 def venv(wheel, tmp_path_factory):
     """A new virtualenv with the wheel installed; verl and friends come from this environment's site-packages
