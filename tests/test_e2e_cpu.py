@@ -194,7 +194,8 @@ STRAIGHT, HALF = 6, 3  # the exact-resume comparison: 6 steps straight vs 3 + re
 @pytest.fixture(scope="module")
 def hadw_straight(assets, workdir):
     """The uninterrupted reference: 6 steps, checkpoints at steps 3 and 6."""
-    return main_ppo(assets, workdir, "straight", f"trainer.total_training_steps={STRAIGHT}", f"trainer.save_freq={HALF}")
+    steps = (f"trainer.total_training_steps={STRAIGHT}", f"trainer.save_freq={HALF}")
+    return main_ppo(assets, workdir, "straight", *steps)
 
 
 def test_v1_hadw(hadw_straight, workdir):
