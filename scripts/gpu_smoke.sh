@@ -65,7 +65,8 @@ if [[ $cpu == 1 ]]; then
   # the toy's 4-token responses are cut by design (speed); its random model stops (<|im_end|>) after ~70 tokens
   # on average, so 192 (prompt 64 + 192 = the model's 256 positions) keeps the truncated share near 5-10 %
   overrides+=("data.max_response_length=192")
-  launch() { "$PY" -m verl_hadw.toy.launch --assets "$VERL_HADW_ASSETS" --log "$1" -- "${@:2}"; }
+  # (VERL_HADW_CONFIGS above points `configs --show demo` at configs/cpu; the launcher adds cpu/ itself)
+  launch() { VERL_HADW_CONFIGS=$repo/configs "$PY" -m verl_hadw.toy.launch --assets "$VERL_HADW_ASSETS" --log "$1" -- "${@:2}"; }
 else
   export VERL_HADW_DATA
   VERL_HADW_DATA=$(abspath "${VERL_HADW_DATA:-data}")
