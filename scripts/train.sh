@@ -103,7 +103,7 @@ mkdir -p "$log_dir/metrics" "$log_dir/logs"
 echo "[train.sh] $mode $run -> $log_dir (log: $log_dir/logs/$stamp.log)"
 if [[ $mode == train && -f $ckpt_dir/latest_checkpointed_iteration.txt ]]; then
   echo "[train.sh] resuming from $ckpt_dir/global_step_$(<"$ckpt_dir/latest_checkpointed_iteration.txt")${resume[*]:+ (${resume[*]})}"
-  "$PY" -m verl_hadw.repro.launch prune "$ckpt_dir" --keep "$keep" --resume ||
+  "$PY" -m verl_hadw.repro.train_job prune "$ckpt_dir" --keep "$keep" --resume ||
     echo "[train.sh] warning: could not drop superseded checkpoints in $ckpt_dir" >&2
 fi
 set +e
@@ -117,6 +117,6 @@ fi
 date -u +%FT%TZ >"$log_dir/DONE"
 echo "[train.sh] $mode $run finished: $log_dir/DONE"
 if [[ $mode == train ]]; then  # retention: the run is done, no resume will need its optimizer state
-  "$PY" -m verl_hadw.repro.launch prune "$ckpt_dir" --keep "$keep" ||
+  "$PY" -m verl_hadw.repro.train_job prune "$ckpt_dir" --keep "$keep" ||
     echo "[train.sh] warning: pruning $ckpt_dir failed (VERL_HADW_KEEP=$keep); the run itself is complete" >&2
 fi

@@ -11,7 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from verl_hadw import cli
-from verl_hadw.repro import data, reward
+from verl_hadw import reward
+from verl_hadw.repro import data
 from verl_hadw.repro import catalogue as K
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

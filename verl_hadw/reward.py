@@ -1,9 +1,86 @@
-"""``reward.custom_reward_function.path: pkg://verl_hadw.reward``: the reproductions' reward, by its stable name.
+"""Rule-based math reward of the paper reproductions (verl's ``reward.custom_reward_function``).
 
-The implementation is ``verl_hadw.repro.reward`` (needs the ``repro`` extra for math-verify); this module keeps
-the path that run configs and users already wrote.
+The configs set ``reward.custom_reward_function.path: pkg://verl_hadw.reward`` and ``name: compute_score``;
+verl's reward managers call :func:`compute_score` with ``data_source``, ``solution_str``, ``ground_truth`` and
+``extra_info``, plus ``reward.custom_reward_function.reward_kwargs`` (``backend``, ``signed``).
+
+Two checkers, both verl's own code:
+
+* ``verl_math``: ``verl.utils.reward_score.math_reward`` — the last ``\\boxed{}`` of the response, compared with
+  the Hendrycks-MATH string normalisation (``\\frac12`` = ``\\frac{1}{2}``, units and ``x =`` stripped). It is
+  what the HA-DW authors' verl fork scored MATH (and AMC-23) with, and it fits answers written in MATH's own
+  LaTeX conventions: MATH train, MATH500, AIME, AMC.
+* ``math_verify``: ``verl.utils.reward_score.math_verify`` — Hugging Face math-verify (symbolic equivalence:
+  ``0.5`` = ``\\frac{1}{2}``, ``1.2\\times10^{-3}`` = ``0.0012``, intervals, sets), run in verl's subprocess pool
+  with a timeout. Better where gold answers are numbers with units or scientific notation (Minerva) or
+  expressions/intervals in another style (OlympiadBench), and it is the DGPO paper's reward and evaluation.
+
+``backend: auto`` (HA-DW) uses ``verl_math`` for MATH-style sources and ``math_verify`` for the rest;
+``backend: math_verify`` (DGPO) uses math-verify everywhere. The result is a dict: ``score`` (0/1, or +1/-1 with
+``signed: true`` for DAPO, whose reward manager then adds the overlong penalty) and ``acc`` (0/1, what verl's
+validation reports as ``val-core/<data_source>/acc/mean@N``). MATH500 rows also carry ``acc_level<k>`` and
+``acc_easy|mid|hard`` (HA-DW's split: level 1 / levels 2-3 / levels 4-5) so verl logs accuracy by level.
 """
 
-from verl_hadw.repro.reward import compute_score  # noqa: F401
+from __future__ import annotations
 
-__all__ = ["compute_score"]
+from typing import Any
+
+__all__ = ["BACKENDS", "VERL_MATH_SOURCES", "backend_for", "compute_score", "level_band"]
+
+BACKENDS = ("auto", "verl_math", "math_verify")
+# Sources whose gold answers follow MATH's LaTeX conventions: verl's MATH checker fits them.
+VERL_MATH_SOURCES = frozenset({"math_train", "math500", "aime24", "aime25", "amc23"})
+LEVEL_SOURCES = frozenset({"math500"})
+
+
+def backend_for(data_source: str, backend: str = "auto") -> str:
+    """The checker used for ``data_source`` under ``backend``."""
+    if backend not in BACKENDS:
+        raise ValueError(
+            f"reward.custom_reward_function.reward_kwargs.backend={backend!r} is not valid; choose one of: "
+            + ", ".join(BACKENDS)
+        )
+    if backend != "auto":
+        return backend
+    return "verl_math" if data_source in VERL_MATH_SOURCES else "math_verify"
+
+
+def level_band(level: int) -> str:
+    """HA-DW §5.1 / Fig. 1(c): Easy = level 1, Mid = levels 2-3, Hard = levels 4-5."""
+    return "easy" if level <= 1 else ("mid" if level <= 3 else "hard")
+
+
+def _correct(backend: str, solution_str: str, ground_truth: str) -> bool:
+    if backend == "verl_math":
+        from verl.utils.reward_score import math_reward
+
+        return math_reward.compute_score(solution_str, ground_truth) >= 1.0
+    from verl.utils.reward_score import math_verify
+
+    return math_verify.compute_score(solution_str, ground_truth) >= 1.0
+
+
+def compute_score(
+    data_source: str,
+    solution_str: str,
+    ground_truth: Any,
+    extra_info: dict | None = None,
+    backend: str = "auto",
+    signed: bool = False,
+    **kwargs,
+) -> dict[str, float]:
+    """Score one response. Returns ``{"score", "acc"[, "acc_level<k>", "acc_<band>"]}``."""
+    if not isinstance(signed, bool):
+        raise ValueError(f"reward.custom_reward_function.reward_kwargs.signed must be true or false, got {signed!r}")
+    checker = backend_for(data_source, backend)
+    if ground_truth is None or str(ground_truth).strip() == "":
+        raise ValueError(f"{data_source}: empty reward_model.ground_truth; re-run `verl-hadw data` on this dataset")
+    correct = _correct(checker, solution_str or "", str(ground_truth))
+    result = {"score": (1.0 if correct else -1.0) if signed else float(correct), "acc": float(correct)}
+    level = (extra_info or {}).get("level") if data_source in LEVEL_SOURCES else None
+    if isinstance(level, (int, float)) and 1 <= int(level) <= 5:
+        # Only the streaming reward path (no colocated reward model, as in these configs) accepts per-row keys.
+        result[f"acc_level{int(level)}"] = float(correct)
+        result[f"acc_{level_band(int(level))}"] = float(correct)
+    return result

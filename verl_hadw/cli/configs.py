@@ -36,7 +36,7 @@ def _cmd_configs(args: argparse.Namespace) -> int:
         return 0
     if args.locate:  # for the launchers, one per line: config dir, run dir, checkpoint dir, resume overrides
         from verl_hadw.repro.costs import run_cost
-        from verl_hadw.repro.launch import resume_overrides
+        from verl_hadw.repro.train_job import resume_overrides
 
         cfg = compose_run(args.locate, overrides)
         print(config_dir())

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from verl_hadw.repro.catalogue import BENCHMARK_NAMES, BENCHMARKS, TABLES
 from verl_hadw.repro.results import RunResult, _average, _experiment
-from verl_hadw.research.plotting import pyplot, save_figure
+from verl_hadw.plotting import pyplot, save_figure
 
 __all__ = ["plot"]
 

@@ -20,7 +20,7 @@ __all__ = ["config_dir", "command", "environment", "parse_steps", "run", "stable
 
 def config_dir() -> str:
     """``configs/cpu``, found the way ``verl-hadw configs`` finds the configs (editable or regular install)."""
-    from verl_hadw.repro.compose import config_dir as configs
+    from verl_hadw.config_paths import config_dir as configs
 
     return str(configs() / "cpu")
 

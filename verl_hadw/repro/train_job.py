@@ -10,7 +10,7 @@
   ``N`` keeps the newest N checkpoints whole. Applied after the run's DONE marker (a resume needs the state);
   before a resume only the checkpoints the resume supersedes go (verl 0.9.1 never deletes a previous attempt's).
 
-``python -m verl_hadw.repro.launch prune CHECKPOINT_DIR --keep final|all|N [--resume]`` (what train.sh runs).
+``python -m verl_hadw.repro.train_job prune CHECKPOINT_DIR --keep final|all|N [--resume]`` (what train.sh runs).
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ def prune(ckpt_dir: str | Path, keep: str | int = "final", finished: bool = True
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m verl_hadw.repro.launch", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m verl_hadw.repro.train_job", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("prune", help="apply VERL_HADW_KEEP to a finished run's checkpoint directory")
     p.add_argument("ckpt_dir")
