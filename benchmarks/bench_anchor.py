@@ -64,8 +64,8 @@ def main() -> None:
     import ray
 
     import verl  # noqa: F401  (entry point registers hadw)
-    from verl_hadw import anchor_client
-    from verl_hadw.anchor_store import LocalStore, RayStore
+    from verl_hadw.anchor import client as anchor_client
+    from verl_hadw.anchor.stores import LocalStore, RayStore
     from verl_hadw.estimators import compute_hadw_outcome_advantage
     from verl_hadw.options import parse_hadw
 

@@ -6,7 +6,8 @@ def _fresh_anchor_state():
     """Each test starts with no anchors, no buffered metrics and verl's step unset."""
     from verl.utils.skip.skip_manager import SkipManager
 
-    from verl_hadw import anchor_client, metrics
+    from verl_hadw import metrics
+    from verl_hadw.anchor import client as anchor_client
 
     anchor_client.reset()
     metrics.reset()

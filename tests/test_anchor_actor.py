@@ -14,8 +14,9 @@ from omegaconf import OmegaConf
 from verl.trainer.ppo.ray_trainer import compute_advantage
 from verl.utils.skip.skip_manager import SkipManager
 
-from verl_hadw import anchor_client, metrics
-from verl_hadw.anchor_store import LocalStore, RayStore, actor_name
+from verl_hadw import metrics
+from verl_hadw.anchor import client as anchor_client
+from verl_hadw.anchor.stores import LocalStore, RayStore, actor_name
 from verl_hadw.callback import STATE_FILE, HadwCheckpointCallback
 from verl_hadw.options import ConfigError, parse_hadw
 

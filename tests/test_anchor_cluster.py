@@ -27,9 +27,10 @@ sys.path.insert(0, HERE)  # script mode: anchor_run, helpers
 from anchor_run import batch, config  # noqa: E402
 from helpers import algo, make_inputs  # noqa: E402
 
-from verl_hadw import anchor_client, metrics  # noqa: E402
+from verl_hadw import metrics  # noqa: E402
+from verl_hadw.anchor import client as anchor_client  # noqa: E402
 from verl_hadw.anchor import AnchorState  # noqa: E402
-from verl_hadw.anchor_store import AnchorService, actor_name  # noqa: E402
+from verl_hadw.anchor.stores import AnchorService, actor_name  # noqa: E402
 from verl_hadw.callback import STATE_FILE  # noqa: E402
 from verl_hadw.options import AnchorConfig, parse_hadw  # noqa: E402
 

@@ -18,9 +18,9 @@ import pytest
 import ray
 from verl.utils.skip.skip_manager import SkipManager
 
-from verl_hadw import anchor_client
+from verl_hadw.anchor import client as anchor_client
 from verl_hadw.anchor import AnchorState
-from verl_hadw.anchor_store import actor_name
+from verl_hadw.anchor.stores import actor_name
 from verl_hadw.options import AnchorConfig, parse_hadw
 
 pytestmark = pytest.mark.slow

@@ -11,7 +11,8 @@ from omegaconf import OmegaConf
 from verl.trainer.ppo.ray_trainer import compute_advantage
 from verl.utils.skip.skip_manager import SkipManager
 
-from verl_hadw import anchor_client, callback
+from verl_hadw import callback
+from verl_hadw.anchor import client as anchor_client
 from verl_hadw.anchor import AnchorState
 from verl_hadw.callback import STATE_FILE, AnchorFileError, AnchorSaveError, HadwCheckpointCallback
 from verl_hadw.options import parse_hadw

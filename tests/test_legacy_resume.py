@@ -18,9 +18,10 @@ from omegaconf import OmegaConf
 from verl.trainer.ppo.ray_trainer import compute_advantage
 from verl.utils.skip.skip_manager import SkipManager
 
-from verl_hadw import anchor_client, metrics
+from verl_hadw import metrics
+from verl_hadw.anchor import client as anchor_client
 from verl_hadw.callback import STATE_FILE
-from verl_hadw.legacy_resume import SNAPSHOT_DIR, from_config
+from verl_hadw.anchor.legacy_snapshots import SNAPSHOT_DIR, from_config
 
 pytestmark = pytest.mark.slow  # Ray / fake-cluster shells: tens of seconds
 

@@ -14,7 +14,8 @@ from verl import DataProto
 from verl.trainer.ppo.ray_trainer import compute_advantage
 from verl.utils.skip.skip_manager import SkipManager
 
-from verl_hadw import anchor_client, metrics
+from verl_hadw import metrics
+from verl_hadw.anchor import client as anchor_client
 from verl_hadw.options import parse_dgpo, parse_hadw
 from verl_hadw.research.sim.env import Policy, Population, policy_loss, sample_rollout
 from verl_hadw.research.sim.methods import METHODS, SUITES, resolve

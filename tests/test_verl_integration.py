@@ -15,7 +15,8 @@ from verl.trainer.ppo.v1.utils import compute_advantage_for_multi_trajectories
 from verl.utils.skip.skip_manager import SkipManager
 from verl.utils.tracking import Tracking
 
-from verl_hadw import anchor_client, metrics
+from verl_hadw import metrics
+from verl_hadw.anchor import client as anchor_client
 from verl_hadw.options import parse_hadw
 from verl_hadw.estimators import compute_dgpo_outcome_advantage, compute_hadw_outcome_advantage
 

@@ -23,8 +23,9 @@ import os
 
 from verl.trainer.ppo.checkpoint_callback import CheckpointCallback
 
-from verl_hadw import anchor_client, metrics
-from verl_hadw.anchor import SCHEMA_VERSION, AnchorState
+from verl_hadw import metrics
+from verl_hadw.anchor import client as anchor_client
+from verl_hadw.anchor.machine import SCHEMA_VERSION, AnchorState
 from verl_hadw.options import AnchorConfig, ConfigError, parse_dgpo, parse_hadw
 
 __all__ = [

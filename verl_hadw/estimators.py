@@ -12,7 +12,9 @@ from typing import Any
 import torch
 from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, register_adv_est
 
-from verl_hadw import anchor_client, legacy_resume, metrics, steps
+from verl_hadw import metrics, steps
+from verl_hadw.anchor import client as anchor_client
+from verl_hadw.anchor import legacy_snapshots as legacy_resume
 from verl_hadw.options import DgpoConfig, HadwConfig, parse_dgpo, parse_hadw
 from verl_hadw.groups import Batch, accuracy_of, group_reduce, group_sum, prepare_batch
 

@@ -18,7 +18,7 @@ from collections import OrderedDict
 
 import torch
 
-from verl_hadw.anchor import AnchorView
+from verl_hadw.anchor.machine import AnchorView
 
 __all__ = [
     "record_hadw",

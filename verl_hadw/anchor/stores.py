@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from verl_hadw.anchor import AnchorState, AnchorView
+from verl_hadw.anchor.machine import AnchorState, AnchorView
 from verl_hadw.options import AnchorConfig
 
 __all__ = ["AnchorService", "LocalStore", "RayStore", "actor_name", "make_store"]

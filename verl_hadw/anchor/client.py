@@ -11,8 +11,8 @@ import logging
 import warnings
 
 from verl_hadw import steps
-from verl_hadw.anchor import AnchorView
-from verl_hadw.anchor_store import make_store
+from verl_hadw.anchor.machine import AnchorView
+from verl_hadw.anchor.stores import make_store
 from verl_hadw.options import AnchorConfig, HadwConfig
 
 __all__ = [

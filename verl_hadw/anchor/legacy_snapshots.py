@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from verl_hadw.anchor_client import MissingAnchorStateError
+from verl_hadw.anchor.client import MissingAnchorStateError
 from verl_hadw.steps import trainer_step
 
 __all__ = ["LegacyCheckpoint", "from_config", "SNAPSHOT_DIR"]
