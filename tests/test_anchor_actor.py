@@ -17,8 +17,10 @@ from verl.utils.skip.skip_manager import SkipManager
 from verl_hadw import metrics
 from verl_hadw.anchor import client as anchor_client
 from verl_hadw.anchor.stores import LocalStore, RayStore, actor_name
-from verl_hadw.callback import STATE_FILE, HadwCheckpointCallback
-from verl_hadw.options import ConfigError, parse_hadw
+from verl_hadw.anchor.file_format import STATE_FILE
+from verl_hadw.callback import HadwCheckpointCallback
+from verl_hadw.errors import ConfigError
+from verl_hadw.options import parse_hadw
 
 pytestmark = pytest.mark.slow  # Ray / fake-cluster shells: tens of seconds
 
@@ -47,11 +49,10 @@ def drive(key, steps, kill_at=None, **anchor):
     client = anchor_client.get_client(cfg)
     rows = []
     for t, calls in enumerate(steps, start=1):
-        SkipManager.set_step(t)
         for call, (k, n) in enumerate(calls):
             if kill_at == (t, call):
                 ray.kill(ray.get_actor(actor_name(key)))
-            view = client.observe(k, n)
+            view = client.observe(k, n, trainer_step=t)
             rows.append((view.step, view.prior, view.posterior, view.batch_acc, view.eta_t, view.sigma_t))
     return rows, client
 
@@ -120,12 +121,11 @@ def test_two_state_keys_stay_independent(ray_cluster):
     cfg_b = parse_hadw({"hadw": {"state_key": "exp/b"}})
     rows_a = []
     for t, (calls_a, calls_b) in enumerate(zip(steps_a, steps_b), start=1):
-        SkipManager.set_step(t)
         for k, n in calls_a:
-            v = anchor_client.observe(cfg_a, k, n)
+            v = anchor_client.observe(cfg_a, k, n, trainer_step=t)
             rows_a.append((v.step, v.prior, v.posterior, v.batch_acc, v.eta_t, v.sigma_t))
         for k, n in calls_b:
-            anchor_client.observe(cfg_b, k, n)
+            anchor_client.observe(cfg_b, k, n, trainer_step=t)
     assert rows_a == a_alone
     assert ray.get_actor(actor_name("exp/a")) != ray.get_actor(actor_name("exp/b"))
 

@@ -11,10 +11,12 @@ from omegaconf import OmegaConf
 from verl.trainer.ppo.ray_trainer import compute_advantage
 from verl.utils.skip.skip_manager import SkipManager
 
-from verl_hadw import callback
 from verl_hadw.anchor import client as anchor_client
 from verl_hadw.anchor import AnchorState
-from verl_hadw.callback import STATE_FILE, AnchorFileError, AnchorSaveError, HadwCheckpointCallback
+from verl_hadw.anchor import file_format
+from verl_hadw.anchor.file_format import STATE_FILE
+from verl_hadw.callback import HadwCheckpointCallback
+from verl_hadw.errors import AnchorFileError, AnchorSaveError
 from verl_hadw.options import parse_hadw
 
 
@@ -123,7 +125,7 @@ def test_a_checkpoint_without_weights_is_not_offered(tmp_path):
 def test_allow_missing_state_continues_past_a_damaged_file_with_a_fresh_anchor(tmp_path, caplog):
     path = saved_run(tmp_path)
     path.write_text('{"global_step": 3')
-    with caplog.at_level(logging.WARNING, logger="verl_hadw.callback"):
+    with caplog.at_level(logging.WARNING, logger="verl_hadw.anchor"):
         cb = HadwCheckpointCallback(config(str(tmp_path), resume=True, extra_hadw={"allow_missing_state": True}))
     assert cb.restored_step is None
     messages = [r.message for r in caplog.records]
@@ -139,8 +141,7 @@ def continue_run(cfg, first, last):
     hadw = parse_hadw(cfg.algorithm)
     rows = []
     for t in range(first, last + 1):
-        SkipManager.set_step(t)
-        v = anchor_client.observe(hadw, 5 + t % 7, 16)
+        v = anchor_client.observe(hadw, 5 + t % 7, 16, trainer_step=t)
         rows.append((v.step, v.prior, v.posterior, v.eta_t, v.sigma_t))
     return rows
 
@@ -162,7 +163,7 @@ def test_resume_under_a_changed_anchor_config_keeps_history_and_warns(tmp_path, 
     cfg = OmegaConf.merge(
         config(str(tmp_path), resume=True), {"algorithm": {"hadw": {"anchor": {"window": window, "eta": eta}}}}
     )
-    with caplog.at_level(logging.WARNING, logger="verl_hadw.callback"):
+    with caplog.at_level(logging.WARNING, logger="verl_hadw.anchor"):
         cb = HadwCheckpointCallback(cfg)
     assert cb.restored_step == 8
     warnings = [r.message for r in caplog.records if "another algorithm.hadw.anchor config" in r.message]
@@ -193,7 +194,7 @@ FAILURES = {
     "dump": ("json", "dump", _half_written_dump),
     "fsync": ("os", "fsync", _enospc),
     "replace": ("os", "replace", _enospc),
-    "open": ("callback", "open", _enospc),
+    "open": ("file_format", "open", _enospc),
 }
 
 
@@ -208,7 +209,7 @@ def test_a_failed_save_leaves_no_partial_file_and_says_where(tmp_path, monkeypat
     SkipManager.set_step(2)
     compute_advantage(batch(2), "hadw", config=cb.config.algorithm)
     module, name, fake = FAILURES[where]
-    target = {"json": json, "os": os, "callback": callback}[module]
+    target = {"json": json, "os": os, "file_format": file_format}[module]
     monkeypatch.setattr(target, name, fake, raising=False)
     with pytest.raises(AnchorSaveError) as info:
         cb.on_save(trainer=None, global_step=1, checkpoint_dir=str(folder))

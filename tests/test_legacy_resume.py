@@ -20,7 +20,7 @@ from verl.utils.skip.skip_manager import SkipManager
 
 from verl_hadw import metrics
 from verl_hadw.anchor import client as anchor_client
-from verl_hadw.callback import STATE_FILE
+from verl_hadw.anchor.file_format import STATE_FILE
 from verl_hadw.anchor.legacy_snapshots import SNAPSHOT_DIR, from_config
 
 pytestmark = pytest.mark.slow  # Ray / fake-cluster shells: tens of seconds

@@ -14,7 +14,7 @@ from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, register_adv_est
 
 from verl_hadw import metrics, steps
 from verl_hadw.anchor import client as anchor_client
-from verl_hadw.anchor import legacy_snapshots as legacy_resume
+from verl_hadw.anchor import legacy_snapshots
 from verl_hadw.options import DgpoConfig, HadwConfig, parse_dgpo, parse_hadw
 from verl_hadw.groups import Batch, accuracy_of, group_reduce, group_sum, prepare_batch
 
@@ -158,8 +158,11 @@ def compute_hadw_outcome_advantage(
         plain_mean = not by_accuracy or threshold is None
         p_hat = (b.group_mean if plain_mean else group_sum(y, b.gid, b.n_groups) / b.count)[b.gid]
 
-        client = anchor_client.get_client(cfg, legacy_resume.from_config(config))  # legacy trainer: anchor files
-        view = client.observe(correct=float(y.sum()), count=int(y.numel()))  # Eq. 7: K_t and B_t
+        # built on the first call, with the legacy trainer's snapshots as its persistence (None: the v1 callback
+        # built it already, or no trainer)
+        step = steps.trainer_step()
+        client = anchor_client.get_client(cfg, lambda: legacy_snapshots.from_config(config), step)
+        view = client.observe(correct=float(y.sum()), count=int(y.numel()), trainer_step=step)  # Eq. 7: K_t, B_t
         phi = hadw_weights(adv, p_hat, view.prior, cfg.lambda_scale)
         if cfg.normalize_phi:
             phi = phi / phi.mean()

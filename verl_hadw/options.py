@@ -17,6 +17,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from verl_hadw.errors import ConfigError
+
 __all__ = [
     "ConfigError",
     "AnchorConfig",
@@ -29,10 +31,6 @@ __all__ = [
 ]
 
 INF = math.inf
-
-
-class ConfigError(ValueError):
-    """A bad ``algorithm.hadw`` / ``algorithm.dgpo`` value; the message names the key and what is valid."""
 
 
 def option(default: Any, doc: str, *, kind: str, lo: float = -INF, hi: float = INF, lo_open: bool = False,

@@ -1,27 +1,30 @@
-"""Driver-side access to the anchor: which training step a call belongs to, and where the state lives.
+"""Driver-side access to the anchor: (step, call) ids, the store, and the persistence back-end.
 
-The estimator runs in verl's driver (the TaskRunner actor); ``steps`` says which training step a call belongs
-to. Each ``algorithm.hadw.state_key`` has one client here and one store (``anchor_store``): a named Ray actor
-when Ray is up, else this process.
+The estimator runs in verl's driver (the TaskRunner actor) and tells the client the trainer's step of each
+call (None outside a trainer). Each ``algorithm.hadw.state_key`` has one client here and one store
+(``stores``: a named Ray actor when Ray is up, else this process). A client gets its persistence back-end
+(``persistence``) when it is built, and restores from it then.
 """
 
 from __future__ import annotations
 
 import logging
 import warnings
+from typing import Callable
 
-from verl_hadw import steps
 from verl_hadw.anchor.machine import AnchorView
+from verl_hadw.anchor.persistence import Persistence
 from verl_hadw.anchor.stores import make_store
+from verl_hadw.errors import ALLOW_MISSING_STATE, CALLBACK_OVERRIDE, FRESH_ANCHOR_WARNING, MissingAnchorStateError
 from verl_hadw.options import AnchorConfig, HadwConfig
 
 __all__ = [
-    "observe",
-    "restore",
-    "state_dict",
-    "get_client",
-    "reset",
     "AnchorClient",
+    "open_client",
+    "get_client",
+    "observe",
+    "state_dict",
+    "reset",
     "MissingAnchorStateError",
 ]
 
@@ -30,32 +33,36 @@ logger = logging.getLogger(__name__)
 _CLIENTS: dict[str, "AnchorClient"] = {}
 
 
-class MissingAnchorStateError(RuntimeError):
-    """A resumed run reached HA-DW without the anchor it had before the restart."""
-
-
 class AnchorClient:
-    """One experiment's anchor: assigns (step, call) ids and sends observations to its store."""
+    """One experiment's anchor: assigns (step, call) ids, sends observations to its store, and hands its state
+    to its persistence back-end."""
 
-    def __init__(self, cfg: HadwConfig, state: dict | None = None):
+    def __init__(self, cfg: HadwConfig, persistence: Persistence | None = None, first_step: int | None = None):
         self.key = cfg.state_key
         self.config: AnchorConfig = cfg.anchor
         self.allow_missing_state = cfg.allow_missing_state
-        self.restored = state is not None
+        self.persistence = persistence if persistence is not None else Persistence()
+        state = self.persistence.load(cfg, first_step)
+        # a back-end that handles resumes has restored, refused or warned already; without one, the first
+        # trainer step tells whether a resumed run lost its anchor
+        self.restored = state is not None or self.persistence.handles_resume
         self.store = make_store(self.key, self.config, state)
         self._step: int | None = None
         self._call = 0
-        self.legacy = None  # legacy_resume.LegacyCheckpoint with trainer.use_v1=false: saves and restores the anchor
 
     @property
     def recoveries(self) -> int:
         return self.store.recoveries
 
-    def next_ids(self) -> tuple[int, int]:
-        """(step, call) of the next estimator call; calls of one step are numbered 0, 1, ..."""
-        step = steps.trainer_step()
-        if step is None:  # no trainer: each call is a step of its own
-            step = steps.resolve_step(self._step if self._step is not None else self.store.state_dict()["open_step"])
+    def next_ids(self, trainer_step: int | None) -> tuple[int, int]:
+        """(step, call) of the next estimator call; calls of one step are numbered 0, 1, ...
+
+        ``trainer_step``: verl's step, or None outside a trainer, where each call is a step of its own.
+        """
+        step = trainer_step
+        if step is None:
+            previous = self._step if self._step is not None else self.store.state_dict()["open_step"]
+            step = (previous or 0) + 1
         elif self._step is None and not self.restored and step > 1:
             self._check_fresh_start(step)
         self._call = self._call + 1 if step == self._step else 0
@@ -66,42 +73,53 @@ class AnchorClient:
         """First call of a process at step > 1: a resumed run whose anchor was not restored."""
         message = (
             f"HA-DW anchor '{self.key}' starts at training step {step} with no restored state: this run resumed "
-            "from a checkpoint but the anchor was not loaded. With the v1 trainer set "
-            "trainer.checkpoint_callback_class=verl_hadw.callback.HadwCheckpointCallback (it saves and restores "
-            "the anchor); the legacy trainer (trainer.use_v1=false) restores it from "
+            f"from a checkpoint but the anchor was not loaded. With the v1 trainer set {CALLBACK_OVERRIDE} (it "
+            "saves and restores the anchor); the legacy trainer (trainer.use_v1=false) restores it from "
             "<trainer.default_local_dir>/verl_hadw_anchor/step_N.json, written at every step when "
-            "trainer.save_freq > 0. To continue with a fresh anchor instead, set "
-            "+algorithm.hadw.allow_missing_state=true."
+            f"trainer.save_freq > 0. To go on instead, {ALLOW_MISSING_STATE}."
         )
         if not self.allow_missing_state:
             raise MissingAnchorStateError(message)
-        logger.warning(f"{message} (allow_missing_state=true: continuing with a fresh anchor)")
+        logger.warning(f"{message} {FRESH_ANCHOR_WARNING}")
 
-    def observe(self, correct: float, count: int) -> AnchorView:
-        step, call = self.next_ids()
+    def observe(self, correct: float, count: int, trainer_step: int | None = None) -> AnchorView:
+        """Add one estimator call's counts (Σ accuracy, valid responses) and return the step's anchor view."""
+        step, call = self.next_ids(trainer_step)
         view = self.store.observe(step, call, correct, count)
-        if self.legacy is not None:
-            self.legacy.save(step, self.key, self.store.last_state())
+        if trainer_step is not None:
+            self.persistence.after_step(step, self.key, self.store.last_state())
         if view.warn:
             message = (
                 f"HA-DW anchor '{self.key}' is frozen: it moved < 1e-3 over {self.config.window} steps while the "
-                f"batch accuracy is > 0.05 away from it (anchor {view.posterior:.4f}, accuracy {view.batch_acc:.4f}). "
-                "The literal Eq. 10 sigma shrinks with the anchor's own history; raise algorithm.hadw.anchor.eta, "
-                "set anchor.sigma_source=accuracy or anchor.eta_min > 0."
+                f"batch accuracy is > 0.05 away from it (anchor {view.posterior:.4f}, accuracy "
+                f"{view.batch_acc:.4f}). The literal Eq. 10 sigma shrinks with the anchor's own history; raise "
+                "algorithm.hadw.anchor.eta, set anchor.sigma_source=accuracy or anchor.eta_min > 0."
             )
             logger.warning(message)
             warnings.warn(message, RuntimeWarning, stacklevel=3)
         return view
 
+    def state_dict(self) -> dict:
+        """The current state (from the actor, or its mirror if it had to recover)."""
+        return self.store.state_dict()
 
-def get_client(cfg: HadwConfig, legacy=None) -> AnchorClient:
-    """The client for ``cfg.state_key``, created on first use (with ``legacy``); its anchor config may not change."""
+
+def open_client(cfg: HadwConfig, persistence: Persistence, first_step: int | None = None) -> AnchorClient:
+    """Build ``cfg.state_key``'s client with ``persistence`` (restoring from it), replacing any earlier one."""
+    client = _CLIENTS[cfg.state_key] = AnchorClient(cfg, persistence, first_step)
+    return client
+
+
+def get_client(
+    cfg: HadwConfig,
+    persistence: Callable[[], Persistence | None] | None = None,
+    trainer_step: int | None = None,
+) -> AnchorClient:
+    """The client for ``cfg.state_key``; built on first use with the back-end ``persistence()`` returns (read
+    only then) at ``trainer_step``. Its anchor config may not change."""
     client = _CLIENTS.get(cfg.state_key)
     if client is None:
-        step = steps.trainer_step()  # a resumed legacy run's first call: the anchor saved with verl's checkpoint
-        state = legacy.load(step, cfg.state_key, cfg.allow_missing_state) if legacy and (step or 0) > 1 else None
-        client = _CLIENTS[cfg.state_key] = AnchorClient(cfg, state)
-        client.legacy = legacy
+        client = open_client(cfg, persistence() if persistence else None, trainer_step)
     elif client.config != cfg.anchor:
         raise ValueError(
             f"anchor state_key '{cfg.state_key}' is already in use with a different anchor config "
@@ -110,27 +128,19 @@ def get_client(cfg: HadwConfig, legacy=None) -> AnchorClient:
     return client
 
 
-def observe(cfg: HadwConfig, correct: float, count: int) -> AnchorView:
+def observe(cfg: HadwConfig, correct: float, count: int, trainer_step: int | None = None) -> AnchorView:
     """Record one estimator call (Σ accuracy, number of valid responses) and return the step's anchor view."""
-    return get_client(cfg).observe(correct, count)
-
-
-def restore(cfg: HadwConfig, state: dict | None) -> AnchorClient:
-    """Install ``state`` (from a checkpoint; None: an explicit fresh start) as ``cfg.state_key``'s anchor."""
-    client = _CLIENTS[cfg.state_key] = AnchorClient(cfg, state)
-    client.restored = True
-    return client
+    return get_client(cfg, trainer_step=trainer_step).observe(correct, count, trainer_step)
 
 
 def state_dict(cfg: HadwConfig) -> dict:
     """The current state of ``cfg.state_key``'s anchor (from the actor, or its mirror if it had to recover)."""
-    return get_client(cfg).store.state_dict()
+    return get_client(cfg).state_dict()
 
 
 def reset(key: str | None = None) -> None:
-    """Forget one anchor (or all, and the stateless step counter) in this process: for tests and notebooks."""
+    """Forget one anchor (or all) in this process: for tests and notebooks."""
     if key is None:
         _CLIENTS.clear()
-        steps.reset()
     else:
         _CLIENTS.pop(key, None)

@@ -10,6 +10,8 @@ import argparse
 import importlib
 import sys
 
+from verl_hadw.errors import MissingExtraError
+
 # subcommand -> (module under verl_hadw.cli, the extra that brings its dependencies)
 SUBCOMMANDS = {
     "doctor": ("doctor", None),
@@ -24,10 +26,6 @@ SUBCOMMANDS = {
 }
 # the import names of each extra's packages, to say which extra to install when one is missing
 EXTRA_MODULES = {"research": ("scipy", "matplotlib"), "repro": ("datasets", "math_verify", "matplotlib", "tensorboard")}
-
-
-class MissingExtraError(SystemExit):
-    pass
 
 
 def require_extra(extra: str | None) -> None:

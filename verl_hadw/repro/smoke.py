@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from verl_hadw.anchor import AnchorState
-from verl_hadw.callback import STATE_FILE
+from verl_hadw.anchor.file_format import STATE_FILE
 from verl_hadw.toy.launch import parse_steps
 
 __all__ = ["Check", "HADW_METRICS", "DGPO_METRICS", "VERL_METRICS", "run_checks", "check_stop_tokens", "render"]
