@@ -8,7 +8,7 @@ import torch
 from helpers import algo, make_inputs, row_adv
 from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage
 
-from verl_hadw import metrics
+from verl_hadw import metrics, process_state
 from verl_hadw.estimators import compute_dgpo_outcome_advantage as dgpo
 from verl_hadw.estimators import compute_hadw_outcome_advantage as hadw
 
@@ -103,7 +103,7 @@ def test_hadw_over_dgpo_base_is_dgpo_times_phi():
     scores = [1, 0, 0, 0, 1, 1, 1, 0, 0, 0]
     groups = ["h"] * 4 + ["e"] * 4 + ["w"] * 2
     base = adv_of(dgpo, scores, groups)
-    metrics._PENDING.clear()
+    process_state.reset()
     got = adv_of(hadw, scores, groups, base="dgpo", anchor=FIXED, lambda_scale=LAM, state_key="over-dgpo")
     p_hat = torch.tensor([0.25] * 4 + [0.75] * 4 + [0.0] * 2)
     phi = LAM * torch.exp(-torch.sign(base) * torch.sign(p_hat - 0.5) * (p_hat - 0.5).abs())

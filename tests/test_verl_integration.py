@@ -15,7 +15,7 @@ from verl.trainer.ppo.v1.utils import compute_advantage_for_multi_trajectories
 from verl.utils.skip.skip_manager import SkipManager
 from verl.utils.tracking import Tracking
 
-from verl_hadw import metrics
+from verl_hadw import metrics, process_state
 from verl_hadw.anchor import client as anchor_client
 from verl_hadw.options import parse_hadw
 from verl_hadw.estimators import compute_dgpo_outcome_advantage, compute_hadw_outcome_advantage
@@ -44,7 +44,7 @@ def test_estimators_are_registered(estimator):
 def test_legacy_compute_advantage_equals_direct_call(estimator, extra):
     config = verl_algorithm(estimator, state_key="via-verl", **extra)
     out = compute_advantage(data_proto(), estimator, config=config)
-    anchor_client.reset()
+    process_state.reset()
     rewards, mask, index = make_inputs(SCORES, GROUPS, LENGTHS)
     direct, _ = get_adv_estimator_fn(estimator)(
         token_level_rewards=rewards, response_mask=mask, index=index, config=verl_algorithm(estimator, state_key="via-verl", **extra)
@@ -60,7 +60,7 @@ def test_v1_multi_trajectory_path(estimator):
     out = compute_advantage_for_multi_trajectories(
         data, batch_keys=batch_keys, adv_estimator=estimator, config=verl_algorithm(estimator, state_key="v1")
     )
-    anchor_client.reset()
+    process_state.reset()
     ref = compute_advantage(data_proto(), estimator, config=verl_algorithm(estimator, state_key="v1"))
     assert torch.equal(out.batch["advantages"], ref.batch["advantages"])
 

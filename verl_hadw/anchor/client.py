@@ -2,7 +2,7 @@
 
 The estimator runs in verl's driver (the TaskRunner actor) and tells the client the trainer's step of each
 call (None outside a trainer). Each ``algorithm.hadw.state_key`` has one client here and one store
-(``stores``: a named Ray actor when Ray is up, else this process). A client gets its persistence back-end
+(``stores``: a named Ray actor when Ray is up, else this process), kept in ``process_state.PROCESS``. A client gets its persistence back-end
 (``persistence``) when it is built, and restores from it then.
 """
 
@@ -17,6 +17,7 @@ from verl_hadw.anchor.persistence import Persistence
 from verl_hadw.anchor.stores import make_store
 from verl_hadw.errors import ALLOW_MISSING_STATE, CALLBACK_OVERRIDE, FRESH_ANCHOR_WARNING, MissingAnchorStateError
 from verl_hadw.options import AnchorConfig, HadwConfig
+from verl_hadw.process_state import PROCESS
 
 __all__ = [
     "AnchorClient",
@@ -24,14 +25,11 @@ __all__ = [
     "get_client",
     "observe",
     "state_dict",
-    "reset",
+    "forget",
     "MissingAnchorStateError",
 ]
 
 logger = logging.getLogger(__name__)
-
-_CLIENTS: dict[str, "AnchorClient"] = {}
-
 
 class AnchorClient:
     """One experiment's anchor: assigns (step, call) ids, sends observations to its store, and hands its state
@@ -106,7 +104,7 @@ class AnchorClient:
 
 def open_client(cfg: HadwConfig, persistence: Persistence, first_step: int | None = None) -> AnchorClient:
     """Build ``cfg.state_key``'s client with ``persistence`` (restoring from it), replacing any earlier one."""
-    client = _CLIENTS[cfg.state_key] = AnchorClient(cfg, persistence, first_step)
+    client = PROCESS.anchors[cfg.state_key] = AnchorClient(cfg, persistence, first_step)
     return client
 
 
@@ -117,7 +115,7 @@ def get_client(
 ) -> AnchorClient:
     """The client for ``cfg.state_key``; built on first use with the back-end ``persistence()`` returns (read
     only then) at ``trainer_step``. Its anchor config may not change."""
-    client = _CLIENTS.get(cfg.state_key)
+    client = PROCESS.anchors.get(cfg.state_key)
     if client is None:
         client = open_client(cfg, persistence() if persistence else None, trainer_step)
     elif client.config != cfg.anchor:
@@ -138,9 +136,6 @@ def state_dict(cfg: HadwConfig) -> dict:
     return get_client(cfg).state_dict()
 
 
-def reset(key: str | None = None) -> None:
-    """Forget one anchor (or all) in this process: for tests and notebooks."""
-    if key is None:
-        _CLIENTS.clear()
-    else:
-        _CLIENTS.pop(key, None)
+def forget(key: str) -> None:
+    """Forget the anchor of ``key`` in this process (``process_state.reset`` forgets everything)."""
+    PROCESS.anchors.pop(key, None)

@@ -12,8 +12,7 @@ import os
 import verl
 
 from verl_hadw import VERL_VERSION as SUPPORTED_VERL
-
-_APPLIED = False
+from verl_hadw.process_state import PROCESS
 
 
 def _gloo_only_process_group() -> None:
@@ -40,8 +39,7 @@ ENGINE_ENV = {"VERL_ENGINE_DEVICE": "cuda", "VERL_ENGINE_VENDOR": "nvidia"}
 
 def apply() -> None:
     """Apply every patch once; refuse on a verl version other than the pinned one."""
-    global _APPLIED
-    if _APPLIED:
+    if "cpu" in PROCESS.applied_patches:
         return
     if verl.__version__ != SUPPORTED_VERL:
         raise RuntimeError(
@@ -52,4 +50,4 @@ def apply() -> None:
         os.environ.setdefault(key, value)
     for patch in PATCHES:
         patch()
-    _APPLIED = True
+    PROCESS.applied_patches.add("cpu")
