@@ -1,4 +1,4 @@
-"""``verl-hadw demo``, synthetic batches: verl's own ``compute_advantage`` and ``Tracking`` logger, no model.
+"""``verl-hadw demo``: synthetic batches through verl's own ``compute_advantage`` and ``Tracking`` logger, no model.
 
 Each step draws G rollouts for B prompts of graded difficulty from a policy whose skill rises, builds a
 verl ``DataProto`` (uids, token rewards, response masks, one padding row as verl's balancer adds), runs
