@@ -1,7 +1,18 @@
+import dataclasses
+
 import pytest
 from omegaconf import OmegaConf
 
-from verl_hadw.options import AnchorConfig, ConfigError, DgpoConfig, HadwConfig, parse_dgpo, parse_hadw
+from verl_hadw.errors import ConfigError
+from verl_hadw.options import (
+    AnchorConfig,
+    DgpoConfig,
+    HadwConfig,
+    grpo_norm_by_std,
+    log_metrics,
+    parse_dgpo,
+    parse_hadw,
+)
 
 
 def test_defaults_from_missing_nodes():
@@ -24,9 +35,21 @@ def test_dictconfig_with_interpolation_and_nested_anchor():
         }
     )
     cfg = parse_hadw(node)
-    assert cfg.state_key == "exp1" and cfg.lambda_scale == 1.5 and cfg.norm_adv_by_std is False
+    assert cfg.state_key == "exp1" and cfg.lambda_scale == 1.5 and grpo_norm_by_std(node) is False
     assert cfg.anchor == AnchorConfig(mode="moving_average", window=4)
-    assert cfg.dgpo.temperature == 5.0 and cfg.dgpo.dqw is False and cfg.dgpo.norm_adv_by_std is False
+    dgpo = parse_dgpo(node)
+    assert dgpo.temperature == 5.0 and dgpo.dqw is False
+
+
+def test_each_estimator_owns_its_options():
+    """HA-DW's config holds HA-DW's options only, DGPO's DGPO's; verl's norm_adv_by_std_in_grpo and the
+    metrics switch are read where they are used."""
+    hadw = {f.name for f in dataclasses.fields(HadwConfig)}
+    dgpo = {f.name for f in dataclasses.fields(DgpoConfig)}
+    assert "dgpo" not in hadw and "norm_adv_by_std" not in hadw | dgpo
+    assert log_metrics({"hadw": {"log_metrics": False}}) is False and log_metrics({}) is True
+    with pytest.raises(ConfigError, match="algorithm.hadw.log_metrics must be true or false"):
+        log_metrics({"hadw": {"log_metrics": "no"}})
 
 
 @pytest.mark.parametrize(
@@ -59,8 +82,9 @@ def test_dictconfig_with_interpolation_and_nested_anchor():
     ],
 )
 def test_bad_config_names_key_and_valid_values(node, message):
+    parse = {"hadw": parse_hadw, "dgpo": parse_dgpo, "norm_adv_by_std_in_grpo": grpo_norm_by_std}[next(iter(node))]
     with pytest.raises(ConfigError) as err:
-        parse_hadw(node)
+        parse(node)
     assert message in str(err.value)
 
 

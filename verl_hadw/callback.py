@@ -31,7 +31,7 @@ class HadwCheckpointCallback(CheckpointCallback):
         super().__init__(config)
         self.estimator = validate_config(config)
         self.hadw = parse_hadw(config.algorithm)
-        metrics.enable(self.hadw.log_metrics)
+        metrics.enable(config.algorithm)
         self.files = CheckpointFiles(config.trainer)
         if self.estimator == "hadw":
             anchor_client.open_client(self.hadw, self.files)

@@ -17,6 +17,7 @@ import os
 
 import torch
 
+from verl_hadw import options
 from verl_hadw.anchor.machine import AnchorView
 from verl_hadw.process_state import PROCESS
 
@@ -117,12 +118,14 @@ def _hook_enabled() -> bool:
     return os.environ.get("VERL_HADW_LOG_METRICS", "1").lower() not in ("0", "false", "no")
 
 
-def enable(log_metrics: bool = True) -> bool:
-    """Called by every estimator call: install the hook once, unless metrics were switched off.
+def enable(algorithm) -> bool:
+    """The one place that decides whether metrics reach verl, for both estimators and the callback: install the
+    hook once, unless switched off.
 
-    ``log_metrics=False`` (``algorithm.hadw.log_metrics``) removes the hook and keeps it out for the process.
+    ``algorithm``: verl's ``algorithm`` node; ``algorithm.hadw.log_metrics=false`` removes the hook and keeps
+    it out for the process (also for ``dgpo``), as does ``VERL_HADW_LOG_METRICS=0``.
     """
-    if not log_metrics:
+    if not options.log_metrics(algorithm):
         PROCESS.metrics_opted_out = True
         uninstall_tracking_hook()
         return False
