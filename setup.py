@@ -25,7 +25,7 @@ CONFIG_PACKAGES = ["verl_hadw_configs"] + sorted(
 EXTRAS = {
     "repro": ["math-verify", "matplotlib"],  # reward checker, results plot (datasets, pandas, tensorboard: verl)
     "research": ["scipy", "matplotlib"],  # bias theory, simulator plots
-    "test": ["pytest", "hypothesis", "build", "setuptools", "psutil"],  # build: the wheel test; psutil: RSS
+    "test": ["pytest", "hypothesis", "build", "setuptools", "psutil", "ruff"],  # build: wheel test; psutil: RSS; ruff: lint
     # GPU-only, never installed on CPU machines: verl's own pins (vllm 0.24.0, torch 2.11.0, transformers 5.9.0,
     # its flash-attn build) through its extras.
     "gpu": [f"verl[vllm,fsdp]=={META['VERL_VERSION']}"],
