@@ -16,8 +16,8 @@ from verl.utils.skip.skip_manager import SkipManager
 
 from verl_hadw import metrics, process_state
 from verl_hadw.anchor import client as anchor_client
-from verl_hadw.anchor.stores import LocalStore, RayStore, actor_name
 from verl_hadw.anchor.file_format import STATE_FILE
+from verl_hadw.anchor.stores import LocalStore, RayStore, actor_name
 from verl_hadw.callback import HadwCheckpointCallback
 from verl_hadw.errors import ConfigError, MissingAnchorStateError
 from verl_hadw.options import parse_hadw

@@ -12,9 +12,8 @@ from verl.trainer.ppo.ray_trainer import compute_advantage
 from verl.utils.skip.skip_manager import SkipManager
 
 from verl_hadw import process_state
+from verl_hadw.anchor import AnchorState, file_format
 from verl_hadw.anchor import client as anchor_client
-from verl_hadw.anchor import AnchorState
-from verl_hadw.anchor import file_format
 from verl_hadw.anchor.file_format import STATE_FILE
 from verl_hadw.callback import HadwCheckpointCallback
 from verl_hadw.errors import AnchorFileError, AnchorSaveError, MissingAnchorStateError

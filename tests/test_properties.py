@@ -97,7 +97,12 @@ def test_padding_rows_change_nothing(batch, n_extra, name):
     scores, groups, lengths = batch
     plain = run(fn, scores, groups, lengths, state_key="pad-a", **extra)
     padded = run(
-        fn, scores + [1.0] * n_extra, groups + [groups[0]] * n_extra, lengths + [0] * n_extra, state_key="pad-b", **extra
+        fn,
+        scores + [1.0] * n_extra,
+        groups + [groups[0]] * n_extra,
+        lengths + [0] * n_extra,
+        state_key="pad-b",
+        **extra,
     )
     assert torch.equal(padded[: len(scores)], plain) and torch.all(padded[len(scores) :] == 0)
 

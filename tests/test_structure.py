@@ -62,7 +62,9 @@ def imports_of(module: str) -> list[tuple[str, list[str], int]]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                base = ".".join(
+                    package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else [])
+                )
             if base.split(".")[0] != "verl_hadw":
                 continue
             names = [a.name for a in node.names]

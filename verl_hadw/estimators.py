@@ -15,8 +15,8 @@ from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, register_adv_est
 from verl_hadw import metrics, steps
 from verl_hadw.anchor import client as anchor_client
 from verl_hadw.anchor import legacy_snapshots
-from verl_hadw.options import DgpoConfig, HadwConfig, grpo_norm_by_std, parse_dgpo, parse_hadw
 from verl_hadw.groups import Batch, accuracy_of, group_reduce, group_sum, prepare_batch
+from verl_hadw.options import DgpoConfig, HadwConfig, grpo_norm_by_std, parse_dgpo, parse_hadw
 
 __all__ = [
     "compute_hadw_outcome_advantage",

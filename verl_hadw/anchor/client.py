@@ -2,8 +2,8 @@
 
 The estimator runs in verl's driver (the TaskRunner actor) and tells the client the trainer's step of each
 call (None outside a trainer). Each ``algorithm.hadw.state_key`` has one client here and one store
-(``stores``: a named Ray actor when Ray is up, else this process), kept in ``process_state.PROCESS``. A client gets its persistence back-end
-(``persistence``) when it is built, and restores from it then.
+(``stores``: a named Ray actor when Ray is up, else this process), kept in ``process_state.PROCESS``. A client
+gets its persistence back-end (``persistence``) when it is built, and restores from it then.
 """
 
 from __future__ import annotations

@@ -44,7 +44,8 @@ def apply() -> None:
     if verl.__version__ != SUPPORTED_VERL:
         raise RuntimeError(
             f"verl_hadw.cpu supports verl=={SUPPORTED_VERL} only (found {verl.__version__}); its patches of "
-            f"verl internals are not checked against other versions. Install verl=={SUPPORTED_VERL} or unset VERL_PLATFORM=cpu."
+            f"verl internals are not checked against other versions. Install verl=={SUPPORTED_VERL} or unset "
+            "VERL_PLATFORM=cpu."
         )
     for key, value in ENGINE_ENV.items():
         os.environ.setdefault(key, value)

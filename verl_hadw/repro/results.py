@@ -33,10 +33,28 @@ from verl_hadw.repro.catalogue import (
     Table,
 )
 
-__all__ = ["RunResult", "read_run", "load_scalars", "paper_tables", "level_table", "render", "other_runs_table", "ResultsError"]
+__all__ = [
+    "RunResult",
+    "read_run",
+    "load_scalars",
+    "paper_tables",
+    "level_table",
+    "render",
+    "other_runs_table",
+    "ResultsError",
+]
 
 VAL_RE = re.compile(r"^val-(?:core|aux)/(?P<ds>[^/]+)/(?P<var>[^/]+)/mean@(?P<n>\d+)$")
-LEVEL_COLUMNS = ("acc_easy", "acc_mid", "acc_hard", "acc_level1", "acc_level2", "acc_level3", "acc_level4", "acc_level5")
+LEVEL_COLUMNS = (
+    "acc_easy",
+    "acc_mid",
+    "acc_hard",
+    "acc_level1",
+    "acc_level2",
+    "acc_level3",
+    "acc_level4",
+    "acc_level5",
+)
 LEVEL_NAMES = {"acc_easy": "Easy (L1)", "acc_mid": "Mid (L2-3)", "acc_hard": "Hard (L4-5)"} | {
     f"acc_level{k}": f"L{k}" for k in range(1, 6)
 }
@@ -266,7 +284,11 @@ def render(results: dict[str, RunResult]) -> str:
         lines += ["", "Runs without a paper row", _fmt(others, 2)]
     levels = level_table(results)
     if levels is not None:
-        lines += ["", "MATH500 by difficulty level (HA-DW §5.1; the paper prints no per-level numbers)", _fmt(levels, 1)]
+        lines += [
+            "",
+            "MATH500 by difficulty level (HA-DW §5.1; the paper prints no per-level numbers)",
+            _fmt(levels, 1),
+        ]
         gain = hard_gain(results)
         if gain:
             lines.append(gain)

@@ -20,7 +20,6 @@ import math
 import numpy as np
 from scipy import integrate, stats
 
-
 __all__ = [
     "PAPER_TABLE4",
     "PAPER_TABLE5",
