@@ -4,7 +4,7 @@ One training step t may reach the estimator in several calls (verl's ``separate_
 step into K mini-batches). The state machine therefore keeps one *open* step: every call of that step sees
 the same prior C_t⁻ and adds its correct/valid counts to y_t; the posterior C_t⁺ (Eq. 8) is committed when
 the first call of a later step arrives. Nothing here touches Ray, torch or files: the Ray actor
-(``anchor_store``) and the checkpoint callback wrap this class without changing its maths.
+(``stores``) and the persistence back-ends wrap this class without changing its maths.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field, replace
 
+from verl_hadw.errors import AnchorStepError
 from verl_hadw.options import AnchorConfig
 
 __all__ = ["AnchorState", "AnchorView", "AnchorStepError", "population_std"]
@@ -23,10 +24,6 @@ SCHEMA_VERSION = 1
 # ramps: 0.30 -> 0.95 over 150 steps moves y by only 0.044 per 10 steps.
 FREEZE_ANCHOR_MOVE = 1e-3
 FREEZE_ACCURACY_MOVE = 0.05
-
-
-class AnchorStepError(RuntimeError):
-    """A call arrived for a step older than the anchor's open step (e.g. a resume that lost its state)."""
 
 
 def population_std(values: list[float]) -> float:

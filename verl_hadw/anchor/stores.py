@@ -1,8 +1,9 @@
 """Where an anchor's state lives: in this process (``LocalStore``) or in a named Ray actor (``RayStore``).
 
 Both stores have one interface: ``observe(step, call, correct, count) -> AnchorView``, ``state_dict()``,
-``last_state()`` (the state after the last call, without a round trip) and ``recoveries``. The in-process store calls ``AnchorState`` directly; only the Ray store exchanges plain dicts
-(what crosses the process boundary), and both run the same ``AnchorState``, so their trajectories are identical.
+``last_state()`` (the state after the last call, without a round trip) and ``recoveries``. The in-process store
+calls ``AnchorState`` directly; only the Ray store exchanges plain dicts (what crosses the process boundary), and
+both run the same ``AnchorState``, so their trajectories are identical.
 
 The Ray actor is created lazily by the process that computes advantages (verl's TaskRunner actor), with
 ``get_if_exists``, ``num_cpus=0`` and no ``detached`` lifetime (it dies with the job). Its name carries the Ray
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from verl_hadw.anchor import AnchorState, AnchorView
+from verl_hadw.anchor.machine import AnchorState, AnchorView
 from verl_hadw.options import AnchorConfig
 
 __all__ = ["AnchorService", "LocalStore", "RayStore", "actor_name", "make_store"]
