@@ -176,7 +176,8 @@ def test_prepare_from_hugging_face(tmp_path, monkeypatch):
     assert (("HuggingFaceH4/MATH-500",), "test", "/cache") in asked
     assert (("yentinglin/aime_2025",), "train", "/cache") in asked
     assert len(asked) == len(K.paper_datasets("hadw"))  # aime24 is DGPO-only
-    assert [r["reward_model"]["ground_truth"] for r in _rows(tmp_path / "hadw" / "aime25.avg16.parquet")] == ["70", "21"]
+    aime25 = _rows(tmp_path / "hadw" / "aime25.avg16.parquet")
+    assert [r["reward_model"]["ground_truth"] for r in aime25] == ["70", "21"]
 
 
 def test_neither_hub_nor_local_copy_fails_clearly(tmp_path, no_hub, capsys):
@@ -325,8 +326,8 @@ def test_row_counts_are_checked_for_every_set(tmp_path, monkeypatch):
         return datasets.Dataset.from_list([{"problem": f"q{i}", "answer": str(i)} for i in range(count)])
 
     monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
-    with pytest.raises(data.DataSourceError, match=r"1 dataset\(s\) could not be loaded:\n  - minerva: 271 rows "
-                                                   r"from hf://knoveleng/Minerva-Math \(train\), but the full set has 272"):
+    with pytest.raises(data.DataSourceError, match=r"1 dataset\(s\) could not be loaded:\n  - minerva: 271 rows from "
+                                                   r"hf://knoveleng/Minerva-Math \(train\), but the full set has 272"):
         data.prepare(tmp_path, ["hadw"], log=lambda *_: None)
     assert not (tmp_path / "hadw").exists()
     sizes[short] = 272
@@ -334,6 +335,7 @@ def test_row_counts_are_checked_for_every_set(tmp_path, monkeypatch):
     assert len(_rows(written["dgpo/olympiadbench.avg4"])) == 675 and len(_rows(written["hadw/math_train"])) == 7500
 
 
+@pytest.mark.slow  # two fresh interpreters importing datasets
 def test_offline_hub_cache_is_read_with_hf_hub_offline(tmp_path):
     """Way (b) of the offline help: the `datasets` cache of a machine where the Hub load ran, used elsewhere with
     HF_HUB_OFFLINE=1 (`verl-hadw data --hf-cache`, in a fresh process as a user runs it). The cache is made by

@@ -58,7 +58,7 @@ if [[ "$1 $2" == "-m ray.scripts.scripts" ]]; then
   [[ $1 == start ]] || echo "pyray $*" >>"$FAKE_LOG"
   if [[ $1 == start ]]; then  # `ray start --block` runs until the job stops it; FAKE_RAY_DIES: it exits at once
     [[ " $* " == *" ${FAKE_RAY_DIES:-none} "* ]] && { echo "died $*" >>"$FAKE_LOG"; exit 3; }
-    echo "pyray start $*" >>"$FAKE_LOG"
+    echo "pyray $*" >>"$FAKE_LOG"
     exec sleep 300
   fi
   if [[ $1 == status ]]; then  # the head answers after FAKE_HEAD_SLOW failed polls; GPUs appear once every
@@ -299,7 +299,8 @@ def test_sbatch_gives_every_step_the_job_token_and_temp_dir(fake):
         fake.tmp.joinpath("out/hadw/hadw_t1_qwen3_4b_grpo/DONE").unlink()
     assert tokens[0] != tokens[1]  # per job
     custom = fake("bash", str(ROOT / "scripts/slurm/train.sbatch"), "hadw_t1_qwen3_4b_grpo",
-                  extra_env={"SLURM_JOB_NODELIST": "node1", "FAKE_NODES": "node1", "VERL_HADW_RAY_TMPDIR": "/dev/shm/r"})
+                  extra_env={"SLURM_JOB_NODELIST": "node1", "FAKE_NODES": "node1",
+                             "VERL_HADW_RAY_TMPDIR": "/dev/shm/r"})
     assert custom.returncode == 0 and "--temp-dir=/dev/shm/r" in fake.calls("pyray start")[-1]
 
 
@@ -568,11 +569,13 @@ def test_sbatch_reaches_its_driver_on_a_real_ray_with_token_auth_on(tmp_path):
         "VERL_HADW_GPUS_PER_NODE": "1", "VERL_HADW_CPUS_PER_NODE": "1", "VERL_HADW_RAY_TMPDIR": ray_tmp,
         "VERL_HADW_RAY_PORT": str(_free_port()), "VERL_HADW_RAY_POLL": "1", "VERL_HADW_RAY_WAIT": "240",
         # other test runs on this machine may hold Ray's fixed default ports
-        "VERL_HADW_RAY_START_ARGS": f"--include-dashboard=false --ray-client-server-port={_free_port()}",
+        "VERL_HADW_RAY_START_ARGS": f"--include-dashboard=false --dashboard-port={_free_port()} "
+                                    f"--ray-client-server-port={_free_port()}",
     })
     began = time.monotonic()
     try:
-        proc = subprocess.run(["bash", str(ROOT / "scripts/slurm/train.sbatch"), "hadw_t1_qwen3_4b_grpo", "x=1"],
+        proc = subprocess.run(["bash", str(ROOT / "scripts/slurm/train.sbatch"), "hadw_t1_qwen3_4b_grpo",
+                               "trainer.total_epochs=1"],
                               env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     finally:  # `ray start --block` stops its processes when the job ends; this catches any it left
         leftovers = subprocess.run(["pgrep", "-f", ray_tmp], capture_output=True, text=True).stdout.split()
@@ -589,6 +592,6 @@ def test_sbatch_reaches_its_driver_on_a_real_ray_with_token_auth_on(tmp_path):
     assert not host.startswith("127.") and port == env["VERL_HADW_RAY_PORT"]
     resources = ast.literal_eval(match.group(2))
     assert resources["GPU"] == 1.0 and resources["CPU"] == 1.0
-    assert ast.literal_eval(match.group(3)) == ["hadw_t1_qwen3_4b_grpo", "x=1", "trainer.nnodes=1",
-                                                "trainer.n_gpus_per_node=1"]
+    assert ast.literal_eval(match.group(3)) == ["hadw_t1_qwen3_4b_grpo", "trainer.total_epochs=1",
+                                                "trainer.nnodes=1", "trainer.n_gpus_per_node=1"]
     assert "InvalidAuthToken" not in out and leftovers == []
