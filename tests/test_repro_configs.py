@@ -215,10 +215,10 @@ def test_hadw_validation_follows_the_evaluation_protocol(run, composed):
 
 # ------------------------------------------------------------------------ paper vs released-script switches
 @pytest.mark.parametrize("run", ["hadw_t1_qwen3_4b_gspo", "hadw_t1_llama3_3b_gspo_hadw"])
-def test_gspo_clip_switch(run, composed, capsys):
+def test_gspo_clip_switch(run, capsys):
     """gspo.clip: Table 8's 3e-4 / 4e-4 by default, the released gspo_hadw.sh's (the fork's defaults 0.2 / 0.2,
     dual-clip 3) on request; both pass verl's checks. docs/reproduce.md, "GSPO clip range"."""
-    actor = composed[run].actor_rollout_ref.actor
+    actor = C.compose_run(run).actor_rollout_ref.actor
     assert (actor.clip_ratio_low, actor.clip_ratio_high, actor.clip_ratio_c) == (3e-4, 4e-4, 10.0)
     released = C.compose_run(run, ["gspo.clip=released"], fast=False)
     resolved = C.validate_like_main_ppo(released)["resolved"]
@@ -231,10 +231,10 @@ def test_gspo_clip_switch(run, composed, capsys):
 
 @pytest.mark.parametrize("run", ["hadw_t1_qwen3_4b_grpo", "hadw_t1_qwen3_8b_gspo_hadw", "hadw_t1_llama3_3b_dapo",
                                  "hadw_released_qwen3_4b_grpo"])
-def test_released_evaluation_protocol_switch(run, composed):
+def test_released_evaluation_protocol_switch(run):
     """evaluation.protocol=released: every benchmark one greedy sample (the released scripts' greedy validation),
     for GRPO, GSPO and DAPO runs alike; the paper's protocol stays the default."""
-    default = composed[run] if run in composed else C.compose_run(run)
+    default = C.compose_run(run)
     assert default.evaluation.protocol == "paper"
     released = C.compose_run(run, ["evaluation.protocol=released"])
     assert _val_stems(released) == [f"{b}.greedy" for b in K.BENCHMARKS["hadw"]]
