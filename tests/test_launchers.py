@@ -573,15 +573,18 @@ def test_sbatch_reaches_its_driver_on_a_real_ray_with_token_auth_on(tmp_path):
                                     f"--ray-client-server-port={_free_port()}",
     })
     began = time.monotonic()
-    try:
-        proc = subprocess.run(["bash", str(ROOT / "scripts/slurm/train.sbatch"), "hadw_t1_qwen3_4b_grpo",
-                               "trainer.total_epochs=1"],
-                              env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
-    finally:  # `ray start --block` stops its processes when the job ends; this catches any it left
-        leftovers = subprocess.run(["pgrep", "-f", ray_tmp], capture_output=True, text=True).stdout.split()
-        for pid in leftovers:
-            subprocess.run(["kill", pid])
+    # output to files, not pipes: a Ray process left behind would hold a pipe open and stall the wait
+    with open(tmp_path / "job.out", "w") as stdout, open(tmp_path / "job.err", "w") as stderr:
+        try:
+            proc = subprocess.run(["bash", str(ROOT / "scripts/slurm/train.sbatch"), "hadw_t1_qwen3_4b_grpo",
+                                   "trainer.total_epochs=1"], env=env, cwd=tmp_path, stdout=stdout, stderr=stderr,
+                                  timeout=600)
+        finally:  # `ray start --block` stops its processes when the job ends; this catches any it left
+            leftovers = subprocess.run(["pgrep", "-f", ray_tmp], capture_output=True, text=True).stdout.split()
+            for pid in leftovers:
+                subprocess.run(["kill", pid])
     elapsed = time.monotonic() - began
+    proc.stdout, proc.stderr = (tmp_path / "job.out").read_text(), (tmp_path / "job.err").read_text()
     out = proc.stdout + proc.stderr
     print(f"\n[real Ray {ray.__version__}] sbatch -> driver: {elapsed:.1f} s\n{out[-3000:]}")
     assert proc.returncode == 0, out
