@@ -6,6 +6,7 @@ import re
 import site
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -129,3 +130,62 @@ def test_installed_wheel_runs_hadw_through_verl(venv):
     out = run_in(venv, venv[0] / "bin" / "python", "-c", code)
     src, positive = re.search(r"^SRC=(.*)$", out, re.M).group(1), re.search(r"^POS=(.*)$", out, re.M).group(1)
     assert Path(src).resolve().is_relative_to(venv[1].resolve()) and positive == "True"
+
+
+# ----------------------------------------------------------------------------------------------- GPU install
+FAKE_PYTHON = r"""#!/usr/bin/env bash
+# records what scripts/install_gpu.sh asks pip (and the environment flash-attn's build sees); runs nothing
+echo "$* | MAX_JOBS=${MAX_JOBS:-unset}" >>"$PIP_LOG"
+"""
+
+
+def _pins(script: str) -> dict[str, str]:
+    return dict(re.findall(r"\b(torch|torchvision|torchaudio|flash-attn)==([0-9.]+)", script))
+
+
+def test_gpu_install_order_and_pins(tmp_path):
+    """scripts/install_gpu.sh (the README's GPU command): torch at verl's pins first, then flash-attn built with
+    --no-build-isolation against it (or a prebuilt wheel), then verl[vllm,fsdp] + verl-hadw[gpu,repro]; its pins
+    are verl 0.9.1's own (read from the installed verl's metadata)."""
+    from importlib.metadata import requires
+
+    script = (ROOT / "scripts" / "install_gpu.sh").read_text()
+    verl_pins = {}
+    for req in requires("verl"):
+        match = re.match(r"(torch|torchvision|torchaudio|flash-attn)==([0-9.]+); extra == \"(\S+)\"", req)
+        if match and match.group(3) in ("vllm", "fsdp", "flash-attn-cu130torch211"):
+            verl_pins[match.group(1)] = match.group(2)
+    assert _pins(script) == verl_pins == {"torch": "2.11.0", "torchvision": "0.26.0", "torchaudio": "2.11.0",
+                                          "flash-attn": "2.8.3"}
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").write_text(FAKE_PYTHON)
+    (venv / "bin" / "python").chmod(0o755)
+    log = tmp_path / "pip.log"
+    torch = "torch==2.11.0 torchvision==0.26.0 torchaudio==2.11.0"
+    for wheel in ("", "https://example.org/flash_attn-2.8.3+cu13torch2.11-cp311-cp311-linux_x86_64.whl"):
+        log.write_text("")
+        env = {**os.environ, "VERL_HADW_VENV": str(venv), "PIP_LOG": str(log), "FLASH_ATTN_WHEEL": wheel}
+        env.pop("MAX_JOBS", None)
+        sh("bash", ROOT / "scripts" / "install_gpu.sh", env=env)
+        calls = [line for line in log.read_text().splitlines() if line.startswith("-m pip")]
+        flash = (["-m pip install packaging ninja psutil wheel setuptools einops | MAX_JOBS=unset",
+                  "-m pip install --no-build-isolation flash-attn==2.8.3 | MAX_JOBS=4"] if not wheel
+                 else [f"-m pip install {torch} {wheel} | MAX_JOBS=unset"])
+        assert calls == ["-m pip install -U pip | MAX_JOBS=unset", f"-m pip install {torch} | MAX_JOBS=unset",
+                         *flash, f"-m pip install {torch} -e .[gpu,repro] | MAX_JOBS=unset"]
+        last = log.read_text().split("\n-m pip install " + torch + " -e .[gpu,repro] | MAX_JOBS=unset\n", 1)[1]
+        assert last.startswith("-c import flash_attn, torch, verl, verl_hadw, vllm")  # then a check that all import
+
+
+def test_gpu_install_set_resolves(tmp_path):
+    """pip's resolver (a real `pip install --dry-run --report` in a fresh virtualenv, PyPI metadata only: no
+    CUDA wheel is downloaded) accepts the whole pinned set, with flash-attn as the script installs it (step 2,
+    before the rest). Prints the versions it picks."""
+    began = time.monotonic()
+    out = sh("bash", ROOT / "scripts" / "install_gpu.sh", "--resolve-only", timeout=2400)
+    report = out[out.index("[install_gpu] resolved"):]
+    print(f"\n{report}(scripts/install_gpu.sh --resolve-only: {time.monotonic() - began:.0f} s in all)")
+    picked = dict(re.findall(r"^  (\S+)\s+(\S+)", report, re.M))
+    assert picked["torch"] == "2.11.0" and picked["vllm"] == "0.24.0" and picked["transformers"] == "5.9.0"
+    assert picked["flash-attn"] == "2.8.3" and picked["verl"] == "0.9.1" and picked["verl-hadw"] != "MISSING"
