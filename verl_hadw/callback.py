@@ -25,6 +25,7 @@ from verl.trainer.ppo.checkpoint_callback import CheckpointCallback
 
 from verl_hadw import anchor_client, metrics
 from verl_hadw.anchor import SCHEMA_VERSION, AnchorState
+from verl_hadw.dynamic_sampling import check_filter_groups
 from verl_hadw.options import AnchorConfig, ConfigError, parse_dgpo, parse_hadw
 
 __all__ = [
@@ -71,6 +72,7 @@ def validate_config(config) -> str:
     algorithm = config.algorithm
     parse_hadw(algorithm)
     parse_dgpo(algorithm)
+    check_filter_groups(config)  # HA-DW with DAPO's dynamic sampling: refused (verl_hadw.dynamic_sampling)
     estimator = algorithm.get("adv_estimator", "gae")
     try:
         get_adv_estimator_fn(estimator)
