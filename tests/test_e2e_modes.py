@@ -39,6 +39,9 @@ def test_separate_async_gets_a_rollout_pool_a_cpu_weight_sync_and_a_consistent_m
     assert int(extra["trainer.v1.separate_async.parameter_sync_step"]) == SEPARATE_SYNC_STEPS
     assert int(extra["actor_rollout_ref.actor.ppo_mini_batch_size"]) * SEPARATE_SYNC_STEPS == 12  # verl's assert
     assert extra["actor_rollout_ref.rollout.checkpoint_engine.backend"] == "hfcpu_ray"
+    rows = 6 * 4  # responses per mini-batch: 6 prompts x rollout.n=4; verl splits them into whole micro-batches
+    assert 24 % int(extra["actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"]) == 0
+    assert rows % int(extra["actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu"]) == 0
     assert extra["ray_kwargs.ray_init.num_gpus"] == "2"  # the trainer's logical GPU and the rollout pool's
     # the user's own overrides come after the additions, so they win
     cmd = command([*user, "actor_rollout_ref.actor.ppo_mini_batch_size=3"])

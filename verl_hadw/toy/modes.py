@@ -8,18 +8,28 @@ types the mode should get a run:
 - ``separate_async``: verl asserts ``train_batch_size == parameter_sync_step * ppo_mini_batch_size``, a
   rollout pool of its own (``rollout.nnodes``, ``rollout.n_gpus_per_node`` > 0, so one more logical Ray GPU)
   and a checkpoint engine other than ``naive`` (the CPU one is ``verl_hadw.cpu.weight_sync``). The demo uses
-  ``parameter_sync_step=2``, so every training step calls the estimator twice (two mini-batches).
+  ``parameter_sync_step=2``, so every training step calls the estimator twice (two mini-batches), and
+  micro-batch sizes that divide a mini-batch's responses (verl asserts that too).
 
 The additions go *before* the user's overrides, so anything the user sets explicitly wins.
 """
 
 from __future__ import annotations
 
+import math
+
+from omegaconf import OmegaConf
+
 __all__ = ["MODES", "SEPARATE_SYNC_STEPS", "requested_mode", "mode_overrides"]
 
 MODES = ("sync", "colocate_async", "separate_async")
 SEPARATE_SYNC_STEPS = 2  # estimator calls (mini-batches) per training step in the separate_async demo
 _MODE_KEY = "trainer.v1.trainer_mode"
+MICRO_BATCH_KEYS = (
+    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
+    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu",
+    "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu",
+)
 
 
 def requested_mode(overrides: list[str]) -> str:
@@ -57,7 +67,13 @@ def mode_overrides(overrides: list[str], config_dir: str, config_name: str = "de
     batch = int(config.data.train_batch_size)
     steps = SEPARATE_SYNC_STEPS if batch % SEPARATE_SYNC_STEPS == 0 else 1
     gpus = int(config.trainer.n_gpus_per_node) * int(config.trainer.nnodes) + 1
-    return extra + [
+    rows = batch // steps * int(config.actor_rollout_ref.rollout.n)  # responses per mini-batch (one estimator call)
+    micro = [  # verl splits each mini-batch into micro-batches of exactly this many rows
+        f"{key}={math.gcd(int(OmegaConf.select(config, key)), rows)}"
+        for key in MICRO_BATCH_KEYS
+        if OmegaConf.select(config, key) is not None and rows % int(OmegaConf.select(config, key))
+    ]
+    return extra + micro + [
         f"trainer.v1.separate_async.parameter_sync_step={steps}",
         f"actor_rollout_ref.actor.ppo_mini_batch_size={batch // steps}",
         "actor_rollout_ref.rollout.nnodes=1",
