@@ -110,6 +110,7 @@ def straight(request, assets, workdir):
     return mode, name, out
 
 
+@pytest.mark.slow
 def test_async_mode_hadw_advances_the_anchor_once_per_step(straight, workdir):
     mode, name, (_, log, steps) = straight
     assert f"trainer_mode': '{mode}'" in log or f"trainer_mode: {mode}" in log or mode in log
@@ -118,6 +119,7 @@ def test_async_mode_hadw_advances_the_anchor_once_per_step(straight, workdir):
         assert_saved_anchor(anchor_file(workdir, name, step), step, mode, steps[step]["hadw/batch_acc"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 def test_async_mode_dgpo(mode, assets, workdir):
     _, _, steps = main_ppo(
@@ -132,6 +134,7 @@ def test_async_mode_dgpo(mode, assets, workdir):
     assert all(v["dgpo/valid_groups"] + v["dgpo/zero_var_groups"] == 8 for v in steps.values())
 
 
+@pytest.mark.slow
 def test_async_mode_resume_continues_the_anchor(straight, assets, workdir):
     mode, _, (_, _, reference) = straight
     name = f"{mode}_resumed"
@@ -150,6 +153,7 @@ def test_async_mode_resume_continues_the_anchor(straight, assets, workdir):
     assert "Restored" in log and "prompt groups from TransferQueue" in log
 
 
+@pytest.mark.slow
 def test_hadw_with_dynamic_sampling_is_refused_before_training(assets, workdir):
     code, log, steps = main_ppo(
         assets, workdir, "filter_groups", "algorithm.filter_groups.enable=true", "algorithm.filter_groups.metric=acc",
