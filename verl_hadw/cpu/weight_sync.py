@@ -44,8 +44,14 @@ class WeightMailbox:
             return self.state
 
 
+_HANDLE = None  # kept for the process's life: Ray ends a non-detached actor once its creator drops every handle
+
+
 def _mailbox():
-    return ray.remote(WeightMailbox).options(name=MAILBOX, get_if_exists=True, num_cpus=0).remote()
+    global _HANDLE
+    if _HANDLE is None:
+        _HANDLE = ray.remote(WeightMailbox).options(name=MAILBOX, get_if_exists=True, num_cpus=0).remote()
+    return _HANDLE
 
 
 @CheckpointEngineRegistry.register(BACKEND)
