@@ -7,6 +7,7 @@ once with a message naming the key.
 
 from __future__ import annotations
 
+from verl_hadw.dynamic_sampling import check_filter_groups
 from verl_hadw.errors import ConfigError
 from verl_hadw.options import parse_dgpo, parse_hadw
 
@@ -22,6 +23,7 @@ def validate_config(config) -> str:
     algorithm = config.algorithm
     parse_hadw(algorithm)
     parse_dgpo(algorithm)
+    check_filter_groups(config)  # HA-DW with DAPO's dynamic sampling: refused (verl_hadw.dynamic_sampling)
     estimator = algorithm.get("adv_estimator", "gae")
     try:
         get_adv_estimator_fn(estimator)

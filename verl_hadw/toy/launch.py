@@ -41,14 +41,14 @@ def environment(assets: str) -> dict:
 
 
 def command(overrides: list[str], config_name: str = "demo") -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "verl.trainer.main_ppo",
-        f"--config-path={config_dir()}",
-        f"--config-name={config_name}",
-        *overrides,
-    ]
+    """main_ppo with the demo config, plus what ``trainer.v1.trainer_mode`` needs (``toy.modes``; the user's
+    own overrides come last and win)."""
+    from verl_hadw.toy.modes import mode_overrides
+
+    extra = mode_overrides(overrides, config_dir(), config_name)
+    head = [sys.executable, "-m", "verl.trainer.main_ppo", f"--config-path={config_dir()}"]
+    head.append(f"--config-name={config_name}")
+    return [*head, *extra, *overrides]
 
 
 def ensure_assets(assets: str) -> None:
