@@ -20,10 +20,11 @@ import json
 import logging
 import math
 import os
+import re
 
 from verl.trainer.ppo.checkpoint_callback import CheckpointCallback
 
-from verl_hadw import anchor_client, metrics
+from verl_hadw import anchor_client, config_check, metrics
 from verl_hadw.anchor import SCHEMA_VERSION, AnchorState
 from verl_hadw.options import AnchorConfig, ConfigError, parse_dgpo, parse_hadw
 
@@ -58,8 +59,31 @@ def resolve_resume_dir(trainer_config) -> str | None:
         path = trainer_config.get("resume_from_path")
         if not isinstance(path, str) or "global_step_" not in path:
             raise ConfigError(f"trainer.resume_from_path must name a global_step_N folder, got {path!r}")
-        return path if os.path.isabs(path) else os.path.join(os.getcwd(), path)
+        return check_step_folder(path if os.path.isabs(path) else os.path.join(os.getcwd(), path), path)
     raise ConfigError(f"trainer.resume_mode={mode!r} is not valid; choose one of: auto, disable, resume_path")
+
+
+_STEP_FOLDER = re.compile(r"global_step_(\d+)")
+
+
+def check_step_folder(folder: str, given: str) -> str:
+    """``folder`` if it is an existing ``.../global_step_N`` folder; else a ConfigError naming the one to use.
+
+    verl reads N as ``int(path.split("global_step_")[-1])``, so a path inside a checkpoint
+    (``.../global_step_4/actor``) or with a trailing slash ends in a raw ValueError in verl's trainer. It is
+    refused here, before training, rather than resolved: verl would still read the original path.
+    """
+    if not folder.split("global_step_")[-1].isdigit():
+        # the innermost .../global_step_N/ component, if the path goes inside one
+        inside = [m for m in _STEP_FOLDER.finditer(folder) if folder[m.end() : m.end() + 1] in ("/", os.sep)]
+        fix = f"set trainer.resume_from_path={folder[: inside[-1].end()]}" if inside else "name the folder itself"
+        raise ConfigError(
+            f"trainer.resume_from_path={given!r} does not end in a global_step_N folder (verl reads N from the "
+            f"path's end): {fix}."
+        )
+    if not os.path.isdir(folder):
+        raise ConfigError(f"trainer.resume_from_path={given!r}: no such checkpoint folder ({folder} does not exist).")
+    return folder
 
 
 def validate_config(config) -> str:
@@ -71,6 +95,7 @@ def validate_config(config) -> str:
     algorithm = config.algorithm
     parse_hadw(algorithm)
     parse_dgpo(algorithm)
+    config_check.check_algorithm(algorithm, config)  # near-miss sections raise; unused options warn
     estimator = algorithm.get("adv_estimator", "gae")
     try:
         get_adv_estimator_fn(estimator)

@@ -12,9 +12,9 @@ from typing import Any
 import torch
 from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, register_adv_est
 
-from verl_hadw import anchor_client, legacy_resume, metrics, steps
+from verl_hadw import anchor_client, config_check, legacy_resume, metrics, steps
 from verl_hadw.options import DgpoConfig, HadwConfig, parse_dgpo, parse_hadw
-from verl_hadw.groups import Batch, accuracy_of, group_reduce, group_sum, prepare_batch
+from verl_hadw.groups import Batch, accuracy_of, group_sum, prepare_batch, zero_spread
 
 __all__ = [
     "compute_hadw_outcome_advantage",
@@ -42,10 +42,11 @@ def _register(name: str):
 def grpo_advantage(b: Batch, epsilon: float, norm_by_std: bool) -> torch.Tensor:
     """(n,) GRPO: (s - mean_g)/(std_g + ε), unbiased std; s - mean_g without std (Dr.GRPO).
 
-    Single-response groups follow verl's ``grpo``: mean 0, std 1.
+    Single-response groups follow verl's ``grpo``: mean 0, std 1. Groups whose scores are all equal get exactly
+    0, where verl's ``grpo`` can give rounding noise (``groups.zero_spread``).
     """
     centered = b.scores - b.mean[b.gid]
-    return centered / (b.std[b.gid] + epsilon) if norm_by_std else centered
+    return zero_spread(centered / (b.std[b.gid] + epsilon) if norm_by_std else centered, b)
 
 
 def dgpo_advantage(b: Batch, acc: torch.Tensor | None, cfg: DgpoConfig) -> tuple[torch.Tensor, dict[str, float]]:
@@ -54,8 +55,7 @@ def dgpo_advantage(b: Batch, acc: torch.Tensor | None, cfg: DgpoConfig) -> tuple
     acc: (n,) accuracy per valid row, needed only for DQW (difficulty uses accuracy, DGAE the raw score).
     """
     # Valid group: >= 2 valid responses whose scores are not all equal.
-    spread = group_reduce(b.scores, b.gid, b.n_groups, "amax") - group_reduce(b.scores, b.gid, b.n_groups, "amin")
-    valid_g = (b.count >= 2) & (spread > 0)
+    valid_g = (b.count >= 2) & (b.spread > 0)  # so a group without spread gets exactly 0, as in grpo_advantage
     centered = b.scores - b.mean[b.gid]
     if cfg.dgae:
         mad = group_sum(centered.abs(), b.gid, b.n_groups) / b.count  # MAD_g = (1/G) Σ_i |r_i - mean(r)|
@@ -137,6 +137,7 @@ def compute_hadw_outcome_advantage(
         advantages, returns: (bs, response_length), equal
     """
     cfg: HadwConfig = parse_hadw(config)
+    config_check.check_algorithm(config)  # also without the checkpoint callback: near misses, unused options
     metrics.enable(cfg.log_metrics)  # verl's Tracking.log is wrapped only once an estimator of ours runs
     with torch.no_grad():
         # Over GRPO nothing depends on how groups are numbered: skip sorting the uids (see groups.group_ids).
@@ -159,6 +160,12 @@ def compute_hadw_outcome_advantage(
         client = anchor_client.get_client(cfg, legacy_resume.from_config(config))  # legacy trainer: anchor files
         view = client.observe(correct=float(y.sum()), count=int(y.numel()))  # Eq. 7: K_t and B_t
         phi = hadw_weights(adv, p_hat, view.prior, cfg.lambda_scale)
+        if not bool(torch.isfinite(phi).all()):  # exp(M) overflows for M ≳ 88: only reward difficulty gets there
+            raise ValueError(
+                f"Φ = λ·exp(±|p̂ - C⁻|) overflows float32: p̂ reaches {float(p_hat.abs().max()):.3g} against the "
+                f"anchor C⁻ = {view.prior:.3g}. With algorithm.hadw.difficulty_from=reward, p̂ and C⁻ are mean "
+                "rewards: rescale the rewards to order 1, or use difficulty_from=accuracy with success_threshold"
+            )
         if cfg.normalize_phi:
             phi = phi / phi.mean()
         advantages = _broadcast(adv * phi, b, response_mask)
@@ -195,6 +202,7 @@ def compute_dgpo_outcome_advantage(
         advantages, returns: (bs, response_length), equal
     """
     cfg = parse_dgpo(config)
+    config_check.check_algorithm(config)
     metrics.enable()
     with torch.no_grad():
         b = prepare_batch(token_level_rewards, response_mask, index)
