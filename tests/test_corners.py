@@ -258,3 +258,20 @@ def test_zero_length_arrays_of_scores_stay_errors():
     """np arrays as index with no rows: still the empty-batch error (the mask check does not hide it)."""
     with pytest.raises(ValueError, match="empty batch"):
         hadw(token_level_rewards=torch.zeros(0, 4), response_mask=torch.zeros(0, 4), index=np.array([]), config=algo())
+
+
+@pytest.mark.parametrize(
+    "node, expected",
+    [
+        ({"hadw": {"eta": 4.0}}, "'eta' is an option of algorithm.hadw.anchor: did you mean 'algorithm.hadw.anchor.e"),
+        ({"hadw": {"dqw": False}}, "did you mean 'algorithm.dgpo.dqw'?"),
+        ({"dgpo": {"lambda_scale": 1.5}}, "did you mean 'algorithm.hadw.lambda_scale'?"),
+        ({"hadw": {"anchor": {"base": "dgpo"}}}, "did you mean 'algorithm.hadw.base'?"),
+    ],
+)
+def test_an_option_in_another_section_names_its_section(node, expected):
+    from verl_hadw.options import parse_hadw
+
+    with pytest.raises(ConfigError) as info:
+        parse_hadw(node)
+    assert expected in str(info.value)
