@@ -21,7 +21,7 @@ ROOMS = {
               "verl_hadw.config_paths", "verl_hadw.console_log", "verl_hadw.plotting"], []),
     "anchor": (["verl_hadw.anchor"], ["base"]),
     "core": (["verl_hadw.estimators", "verl_hadw.metrics", "verl_hadw.steps", "verl_hadw.validation",
-              "verl_hadw.reward", "verl_hadw.dynamic_sampling"], ["base", "anchor"]),
+              "verl_hadw.config_check", "verl_hadw.reward", "verl_hadw.dynamic_sampling"], ["base", "anchor"]),
     "hooks": (["verl_hadw.callback", "verl_hadw.register"], ["base", "anchor", "core"]),
     "cpu": (["verl_hadw.cpu"], CORE),
     "toy": (["verl_hadw.toy"], CORE),

@@ -14,6 +14,7 @@ __all__ = [
     "AnchorSaveError",
     "AnchorStepError",
     "MissingExtraError",
+    "UnusedOptionsWarning",
     "ALLOW_MISSING_STATE",
     "FRESH_ANCHOR_WARNING",
     "RESUME_ELSEWHERE",
@@ -53,3 +54,7 @@ class AnchorStepError(RuntimeError):
 
 class MissingExtraError(SystemExit):
     """A CLI subcommand needs a pip extra that is not installed (the message names it)."""
+
+
+class UnusedOptionsWarning(UserWarning):
+    """Options are set for an estimator this run does not use (they have no effect)."""

@@ -12,10 +12,10 @@ from typing import Any
 import torch
 from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, register_adv_est
 
-from verl_hadw import metrics, steps
+from verl_hadw import config_check, metrics, steps
 from verl_hadw.anchor import client as anchor_client
 from verl_hadw.anchor import legacy_snapshots
-from verl_hadw.groups import Batch, accuracy_of, group_reduce, group_sum, prepare_batch
+from verl_hadw.groups import Batch, accuracy_of, group_sum, prepare_batch, zero_spread
 from verl_hadw.options import DgpoConfig, HadwConfig, grpo_norm_by_std, parse_dgpo, parse_hadw
 
 __all__ = [
@@ -44,10 +44,11 @@ def _register(name: str):
 def grpo_advantage(b: Batch, epsilon: float, norm_by_std: bool) -> torch.Tensor:
     """(n,) GRPO: (s - mean_g)/(std_g + ε), unbiased std; s - mean_g without std (Dr.GRPO).
 
-    Single-response groups follow verl's ``grpo``: mean 0, std 1.
+    Single-response groups follow verl's ``grpo``: mean 0, std 1. Groups whose scores are all equal get exactly
+    0, where verl's ``grpo`` can give rounding noise (``groups.zero_spread``).
     """
     centered = b.scores - b.grpo_mean[b.gid]
-    return centered / (b.grpo_std[b.gid] + epsilon) if norm_by_std else centered
+    return zero_spread(centered / (b.grpo_std[b.gid] + epsilon) if norm_by_std else centered, b)
 
 
 def dgpo_advantage(
@@ -59,8 +60,7 @@ def dgpo_advantage(
     norm_by_std: verl's ``algorithm.norm_adv_by_std_in_grpo``, for the GRPO normalisation when ``dgae=false``.
     """
     # Valid group: >= 2 valid responses whose scores are not all equal.
-    spread = group_reduce(b.scores, b.gid, b.n_groups, "amax") - group_reduce(b.scores, b.gid, b.n_groups, "amin")
-    valid_g = (b.count >= 2) & (spread > 0)
+    valid_g = (b.count >= 2) & (b.spread > 0)  # so a group without spread gets exactly 0, as in grpo_advantage
     centered = b.scores - b.grpo_mean[b.gid]
     if cfg.dgae:
         mad = group_sum(centered.abs(), b.gid, b.n_groups) / b.count  # MAD_g = (1/G) Σ_i |r_i - mean(r)|
@@ -142,6 +142,7 @@ def compute_hadw_outcome_advantage(
         advantages, returns: (bs, response_length), equal
     """
     cfg: HadwConfig = parse_hadw(config)
+    config_check.check_algorithm(config)  # also without the checkpoint callback: near misses, unused options
     metrics.enable(config)  # verl's Tracking.log is wrapped only once an estimator of ours runs
     norm_by_std = grpo_norm_by_std(config)
     with torch.no_grad():
@@ -171,6 +172,12 @@ def compute_hadw_outcome_advantage(
         client = anchor_client.get_client(cfg, lambda: legacy_snapshots.from_config(config), step)
         view = client.observe(correct=float(y.sum()), count=int(y.numel()), trainer_step=step)  # Eq. 7: K_t, B_t
         phi = hadw_weights(adv, p_hat, view.prior, cfg.lambda_scale)
+        if not bool(torch.isfinite(phi).all()):  # exp(M) overflows for M ≳ 88: only reward difficulty gets there
+            raise ValueError(
+                f"Φ = λ·exp(±|p̂ - C⁻|) overflows float32: p̂ reaches {float(p_hat.abs().max()):.3g} against the "
+                f"anchor C⁻ = {view.prior:.3g}. With algorithm.hadw.difficulty_from=reward, p̂ and C⁻ are mean "
+                "rewards: rescale the rewards to order 1, or use difficulty_from=accuracy with success_threshold"
+            )
         if cfg.normalize_phi:
             phi = phi / phi.mean()
         advantages = _broadcast(adv * phi, b, response_mask)
@@ -207,6 +214,7 @@ def compute_dgpo_outcome_advantage(
         advantages, returns: (bs, response_length), equal
     """
     cfg = parse_dgpo(config)
+    config_check.check_algorithm(config)
     metrics.enable(config)  # the same switch as HA-DW's: algorithm.hadw.log_metrics
     with torch.no_grad():
         b = prepare_batch(token_level_rewards, response_mask, index)

@@ -176,7 +176,12 @@ def _parse(cls: type, values: Mapping, where: str):
     for key in values:
         if key not in allowed:
             hint = difflib.get_close_matches(str(key), allowed, n=1)
-            did_you_mean = f" Did you mean '{where}.{hint[0]}'?" if hint else ""
+            elsewhere = [w for w, c in _sections().items() if w != where and key in {f.name for f in _user_fields(c)}]
+            did_you_mean = (
+                f" Did you mean '{where}.{hint[0]}'?" if hint
+                else f" '{key}' is an option of {elsewhere[0]}: did you mean '{elsewhere[0]}.{key}'?" if elsewhere
+                else ""
+            )
             raise ConfigError(
                 f"Unknown key '{where}.{key}'.{did_you_mean} Valid keys under {where}: {', '.join(allowed)}."
             )
@@ -188,6 +193,11 @@ def _parse(cls: type, values: Mapping, where: str):
         elif f.name in values:
             parsed[f.name] = _check(values[f.name], f, key)
     return cls(**parsed)
+
+
+def _sections() -> dict[str, type]:
+    """Where each options dataclass lives, for "it is an option of another section" hints."""
+    return {"algorithm.hadw": HadwConfig, "algorithm.hadw.anchor": AnchorConfig, "algorithm.dgpo": DgpoConfig}
 
 
 def grpo_norm_by_std(config: Any) -> bool:

@@ -1,4 +1,4 @@
-"""The plugin's start-up check of a verl config: both option nodes, and a registered ``adv_estimator``.
+"""The plugin's start-up check of a verl config: both option nodes, their section names, a registered estimator.
 
 verl hides plugin import errors and looks the estimator up only at the first training step; the checkpoint
 callback (and ``verl-hadw configs --validate``) call this before anything starts, so a typo stops the run at
@@ -7,6 +7,7 @@ once with a message naming the key.
 
 from __future__ import annotations
 
+from verl_hadw import config_check
 from verl_hadw.dynamic_sampling import check_filter_groups
 from verl_hadw.errors import ConfigError
 from verl_hadw.options import parse_dgpo, parse_hadw
@@ -23,6 +24,7 @@ def validate_config(config) -> str:
     algorithm = config.algorithm
     parse_hadw(algorithm)
     parse_dgpo(algorithm)
+    config_check.check_algorithm(algorithm, config)  # near-miss sections raise; unused options warn
     check_filter_groups(config)  # HA-DW with DAPO's dynamic sampling: refused (verl_hadw.dynamic_sampling)
     estimator = algorithm.get("adv_estimator", "gae")
     try:

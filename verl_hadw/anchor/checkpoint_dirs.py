@@ -8,11 +8,12 @@ restored from the folder verl loads.
 from __future__ import annotations
 
 import os
+import re
 
 from verl_hadw.anchor.file_format import STATE_FILE, read_state_file
 from verl_hadw.errors import ConfigError
 
-__all__ = ["resolve_resume_dir", "step_of", "earlier_valid_checkpoint"]
+__all__ = ["resolve_resume_dir", "check_step_folder", "step_of", "earlier_valid_checkpoint"]
 
 
 def resolve_resume_dir(trainer_config) -> str | None:
@@ -31,8 +32,31 @@ def resolve_resume_dir(trainer_config) -> str | None:
         path = trainer_config.get("resume_from_path")
         if not isinstance(path, str) or "global_step_" not in path:
             raise ConfigError(f"trainer.resume_from_path must name a global_step_N folder, got {path!r}")
-        return path if os.path.isabs(path) else os.path.join(os.getcwd(), path)
+        return check_step_folder(path if os.path.isabs(path) else os.path.join(os.getcwd(), path), path)
     raise ConfigError(f"trainer.resume_mode={mode!r} is not valid; choose one of: auto, disable, resume_path")
+
+
+_STEP_FOLDER = re.compile(r"global_step_(\d+)")
+
+
+def check_step_folder(folder: str, given: str) -> str:
+    """``folder`` if it is an existing ``.../global_step_N`` folder; else a ConfigError naming the one to use.
+
+    verl reads N as ``int(path.split("global_step_")[-1])``, so a path inside a checkpoint
+    (``.../global_step_4/actor``) or with a trailing slash ends in a raw ValueError in verl's trainer. It is
+    refused here, before training, rather than resolved: verl would still read the original path.
+    """
+    if not folder.split("global_step_")[-1].isdigit():
+        # the innermost .../global_step_N/ component, if the path goes inside one
+        inside = [m for m in _STEP_FOLDER.finditer(folder) if folder[m.end() : m.end() + 1] in ("/", os.sep)]
+        fix = f"set trainer.resume_from_path={folder[: inside[-1].end()]}" if inside else "name the folder itself"
+        raise ConfigError(
+            f"trainer.resume_from_path={given!r} does not end in a global_step_N folder (verl reads N from the "
+            f"path's end): {fix}."
+        )
+    if not os.path.isdir(folder):
+        raise ConfigError(f"trainer.resume_from_path={given!r}: no such checkpoint folder ({folder} does not exist).")
+    return folder
 
 
 def step_of(folder: str) -> int:
