@@ -44,4 +44,4 @@ class HadwCheckpointCallback(CheckpointCallback):
     def on_save(self, trainer, global_step: int, checkpoint_dir: str, async_save: bool = False, **kwargs) -> None:
         if self.estimator == "hadw":  # the anchor's current state, through the back-end it was restored with
             state = anchor_client.state_dict(self.hadw)
-            self.files.on_checkpoint(global_step, self.hadw.state_key, state, checkpoint_dir)
+            self.files.on_checkpoint(global_step, self.hadw, state, checkpoint_dir)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 
+from verl_hadw.anchor.compatibility import options_of
 from verl_hadw.anchor.checkpoint_dirs import earlier_valid_checkpoint, resolve_resume_dir, step_of
 from verl_hadw.anchor.file_format import STATE_FILE, payload, read_state_file, write_state_file
 from verl_hadw.anchor.persistence import Persistence, continue_under
@@ -67,7 +68,7 @@ class CheckpointFiles(Persistence):
         )
         self.missing(cfg, f"{message}. Ways out: resume from {where}; or {ALLOW_MISSING_STATE}.", error)
 
-    def on_checkpoint(self, step: int, key: str, state: dict, folder: str) -> None:
+    def on_checkpoint(self, step: int, cfg: HadwConfig, state: dict, folder: str) -> None:
         if state["open_step"] not in (None, step):
             logger.warning(f"saving anchor at verl step {step} but the anchor's last step is {state['open_step']}")
-        write_state_file(os.path.join(folder, STATE_FILE), payload(step, key, state))
+        write_state_file(os.path.join(folder, STATE_FILE), payload(step, cfg.state_key, state, options_of(cfg)))

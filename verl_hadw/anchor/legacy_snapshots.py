@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from verl_hadw.anchor.compatibility import options_of
 from verl_hadw.anchor.checkpoint_dirs import resolve_resume_dir, step_of
 from verl_hadw.anchor.file_format import STATE_FILE, payload, read_state_file, write_state_file
 from verl_hadw.anchor.persistence import Persistence, continue_under
@@ -53,11 +54,11 @@ class LegacySnapshots(Persistence):
         return os.path.join(local_dir or self.local_dir, SNAPSHOT_DIR, f"step_{step}.json")
 
     # --------------------------------------------------------------------------------------------- save
-    def after_step(self, step: int, key: str, state: dict) -> None:
+    def after_step(self, step: int, cfg: HadwConfig, state: dict) -> None:
         """Write the anchor after step ``step``'s observation; drop snapshots of steps verl never saved."""
         if self.save_freq <= 0:  # verl never checkpoints
             return
-        snapshot = payload(step, key, state)
+        snapshot = payload(step, cfg.state_key, state, options_of(cfg))
         data_pt = os.path.join(self.local_dir, f"global_step_{step}", "data.pt")
         if os.path.exists(data_pt):  # an older run's checkpoint of this step that verl is about to overwrite
             snapshot["replaces_data_pt_mtime_ns"] = os.stat(data_pt).st_mtime_ns
