@@ -38,7 +38,8 @@ def case(backend, tmp_path, steps=3):
 
 def fit(c):
     """What each verl ``fit()`` does first (both trainers), then steps 1..N of the case: one whole run."""
-    SkipManager.init(OmegaConf.merge(config(c, resume=False), {"skip": {}, "trainer": {"v1": {"trainer_mode": "sync"}}}))
+    verl_like = {"skip": {}, "trainer": {"v1": {"trainer_mode": "sync"}}}  # what SkipManager.init reads
+    SkipManager.init(OmegaConf.merge(config(c, resume=False), verl_like))
     return canonical(run(c, 1, c["steps"], save=False))
 
 

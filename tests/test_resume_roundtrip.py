@@ -3,10 +3,10 @@
 One property test: anchor mode (kalman, moving_average, moving_average with include_current, fixed) ×
 ``difficulty_from`` (accuracy, reward) × ``base`` (grpo, dgpo) × rewards (binary 0/1, signed ±1, continuous in
 [0, 1] with a success_threshold) × persistence back-end (the v1 checkpoint callback, the legacy trainer's
-snapshots). Each hypothesis example draws every combination once, with its own steps, split point, calls per
-step, seed and anchor values; the runs up to the split are saved in this process, and ONE fresh process restores
-and continues all of them. Every step's prior, posterior, y_t, η_t, σ_t and every advantage must match the
-uninterrupted run bit for bit.
+snapshots). The hypothesis example draws every combination once (96 cases), each with its own steps, split
+point, calls per step, seed, anchor and HA-DW values; the runs up to the split are saved in this process, and ONE
+fresh process restores and continues all of them (a process per case would cost minutes). Every step's prior,
+posterior, y_t, η_t, σ_t and every advantage must match the uninterrupted run bit for bit.
 """
 
 import itertools
@@ -40,7 +40,7 @@ COMBINATIONS = list(
 @st.composite
 def case(draw, combination):
     backend, mode, difficulty_from, base, rewards = combination
-    steps = draw(st.integers(2, 6))
+    steps = draw(st.integers(2, 5))
     return {
         "backend": backend, "mode": mode, "difficulty_from": difficulty_from, "base": base, "rewards": rewards,
         "steps": steps, "split": draw(st.integers(1, steps - 1)), "calls": draw(st.integers(1, 2)),
@@ -56,7 +56,7 @@ def case(draw, combination):
 def test_every_option_combination_resumes_in_a_fresh_process_bit_for_bit(tmp_path):
     cases, straight = [], {}
 
-    @settings(max_examples=2, deadline=None, database=None, phases=[Phase.generate],
+    @settings(max_examples=1, deadline=None, database=None, phases=[Phase.generate],
               suppress_health_check=list(HealthCheck))
     @given(st.tuples(*(case(c) for c in COMBINATIONS)))
     def save_first_part(drawn):

@@ -177,6 +177,6 @@ class AnchorState:
         data = dict(data)
         version = data.pop("schema_version", None)
         if version not in READABLE_SCHEMAS:
-            raise ValueError(f"unsupported anchor state schema_version {version!r} (expected one of {READABLE_SCHEMAS})")
+            raise ValueError(f"unsupported anchor state schema_version {version!r} (readable: {READABLE_SCHEMAS})")
         saved = data.pop("config")
         return cls(config=config or AnchorConfig(**saved), **data)
