@@ -128,16 +128,11 @@ def canonical(rows) -> str:
 
 
 if __name__ == "__main__":
-    from verl.utils.skip.skip_manager import SkipManager
-
-    from verl_hadw import metrics
-    from verl_hadw.anchor import client as anchor_client
+    from verl_hadw import process_state
 
     with open(sys.argv[1]) as f:
         cases = json.load(f)
     for case in cases:
-        anchor_client.reset()
-        metrics.reset()
-        SkipManager.set_step(-1)
+        process_state.reset()
         rows = run(case, case["split"] + 1, case["steps"], save=False)
         print("CASE " + json.dumps({"id": case["id"], "rows": rows}), flush=True)

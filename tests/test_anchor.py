@@ -7,8 +7,8 @@ import warnings
 
 import pytest
 
-from verl_hadw.anchor import client as anchor_client
 from verl_hadw.anchor import AnchorState, AnchorStepError
+from verl_hadw.anchor import client as anchor_client
 from verl_hadw.options import AnchorConfig, parse_hadw
 
 

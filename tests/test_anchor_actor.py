@@ -14,12 +14,12 @@ from omegaconf import OmegaConf
 from verl.trainer.ppo.ray_trainer import compute_advantage
 from verl.utils.skip.skip_manager import SkipManager
 
-from verl_hadw import metrics
+from verl_hadw import metrics, process_state
 from verl_hadw.anchor import client as anchor_client
-from verl_hadw.anchor.stores import LocalStore, RayStore, actor_name
 from verl_hadw.anchor.file_format import STATE_FILE
+from verl_hadw.anchor.stores import LocalStore, RayStore, actor_name
 from verl_hadw.callback import HadwCheckpointCallback
-from verl_hadw.errors import ConfigError
+from verl_hadw.errors import ConfigError, MissingAnchorStateError
 from verl_hadw.options import parse_hadw
 
 pytestmark = pytest.mark.slow  # Ray / fake-cluster shells: tens of seconds
@@ -63,7 +63,7 @@ def test_actor_and_in_process_trajectories_are_identical(ray_cluster):
     assert isinstance(client.store, RayStore)
     ray.shutdown()
     try:
-        anchor_client.reset()
+        process_state.reset()
         local, client = drive("actor-vs-local", steps)
         assert isinstance(client.store, LocalStore)
     finally:
@@ -115,7 +115,7 @@ def test_recoveries_reach_the_step_metrics(ray_cluster):
 
 def test_two_state_keys_stay_independent(ray_cluster):
     a_alone, _ = drive("solo-a", observations(seed=2))
-    anchor_client.reset()
+    process_state.reset()
     steps_a, steps_b = observations(seed=2), observations(seed=3)
     cfg_a = parse_hadw({"hadw": {"state_key": "exp/a"}})
     cfg_b = parse_hadw({"hadw": {"state_key": "exp/b"}})
@@ -152,7 +152,7 @@ def test_resume_in_a_fresh_process_continues_bit_for_bit(tmp_path):
 def test_resume_without_anchor_file_is_an_error_unless_allowed(tmp_path):
     (tmp_path / "global_step_2" / "actor").mkdir(parents=True)
     (tmp_path / "latest_checkpointed_iteration.txt").write_text("2")
-    with pytest.raises(anchor_client.MissingAnchorStateError, match=r"holds no HA-DW anchor.*allow_missing_state=true"):
+    with pytest.raises(MissingAnchorStateError, match=r"holds no HA-DW anchor.*allow_missing_state=true"):
         HadwCheckpointCallback(config(str(tmp_path), resume=True))
     callback = HadwCheckpointCallback(config(str(tmp_path), resume=True, extra_hadw={"allow_missing_state": True}))
     assert callback.restored_step is None
@@ -164,14 +164,14 @@ def test_anchor_file_from_another_step_is_rejected(tmp_path):
     run(str(tmp_path), 1, 2, save=True, resume=False)
     os.rename(tmp_path / "global_step_2", tmp_path / "global_step_5")
     (tmp_path / "latest_checkpointed_iteration.txt").write_text("5")
-    with pytest.raises(anchor_client.MissingAnchorStateError, match="belongs to step 2.*resumes from step 5"):
+    with pytest.raises(MissingAnchorStateError, match="belongs to step 2.*resumes from step 5"):
         HadwCheckpointCallback(config(str(tmp_path), resume=True))
 
 
 def test_resumed_step_without_the_callback_fails_loudly(tmp_path):
     cfg = config(str(tmp_path), resume=False)
     SkipManager.set_step(4)  # a resumed trainer's first step, but nothing restored the anchor
-    with pytest.raises(anchor_client.MissingAnchorStateError, match="legacy trainer.*allow_missing_state=true"):
+    with pytest.raises(MissingAnchorStateError, match="legacy trainer.*allow_missing_state=true"):
         compute_advantage(batch(4), "hadw", config=cfg.algorithm)
 
 

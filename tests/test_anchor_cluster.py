@@ -28,10 +28,10 @@ from anchor_run import batch, config  # noqa: E402
 from helpers import algo, make_inputs  # noqa: E402
 
 from verl_hadw import metrics  # noqa: E402
-from verl_hadw.anchor import client as anchor_client  # noqa: E402
 from verl_hadw.anchor import AnchorState  # noqa: E402
-from verl_hadw.anchor.stores import AnchorService, actor_name  # noqa: E402
+from verl_hadw.anchor import client as anchor_client  # noqa: E402
 from verl_hadw.anchor.file_format import STATE_FILE  # noqa: E402
+from verl_hadw.anchor.stores import AnchorService, actor_name  # noqa: E402
 from verl_hadw.options import AnchorConfig, parse_hadw  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -225,7 +225,9 @@ class TaskRunner:
         SkipManager.set_step(t)
         compute_advantage(batch(t), "hadw", config=self.cfg.algorithm)
         if save:
-            self.callback.on_save(trainer=None, global_step=t, checkpoint_dir=os.path.join(self.ckpt_dir, f"global_step_{t}"))
+            self.callback.on_save(
+                trainer=None, global_step=t, checkpoint_dir=os.path.join(self.ckpt_dir, f"global_step_{t}")
+            )
             with open(os.path.join(self.ckpt_dir, "latest_checkpointed_iteration.txt"), "w") as f:
                 f.write(str(t))  # what verl writes after its own save
         return {"step": t, **metrics.pop(t)}

@@ -8,6 +8,7 @@ from omegaconf import OmegaConf
 from resume_cases import canonical, config, run
 from verl.utils.skip.skip_manager import SkipManager
 
+from verl_hadw import process_state
 from verl_hadw.anchor import client as anchor_client
 from verl_hadw.anchor.stores import LocalStore, RayStore, actor_name
 from verl_hadw.errors import AnchorActorError
@@ -60,7 +61,7 @@ def test_a_foreign_actor_under_the_anchors_name_is_an_error_naming_it():
     assert "another algorithm.hadw.state_key" in message and "ray.kill" in message
     assert ray.get(squatter.ping.remote()) == "pong"  # left alone: it is not ours to end
     ray.kill(squatter)  # the way out named in the message
-    anchor_client.reset()
+    process_state.reset()
     assert anchor_client.observe(cfg, 3, 8, trainer_step=1).posterior == 3 / 8
 
 
@@ -78,7 +79,7 @@ def test_ray_restarted_or_shut_down_between_calls_recovers_from_the_mirror():
     start_ray()
     cfg = parse_hadw({"hadw": {"state_key": "restart", "anchor": {"eta": 3.0, "window": 3}}})
     straight = drive(cfg, 1, 8)
-    anchor_client.reset()
+    process_state.reset()
 
     def restart():
         ray.shutdown()
@@ -90,7 +91,7 @@ def test_ray_restarted_or_shut_down_between_calls_recovers_from_the_mirror():
     assert ray.get_actor(actor_name("restart")) is not None  # rebuilt in the new session
     assert client.state_dict() == client.store.last_state()
 
-    anchor_client.reset()
+    process_state.reset()
     shut_down = drive(cfg, 1, 8, between=(4, ray.shutdown))
     client = anchor_client.get_client(cfg)
     assert shut_down == straight and client.recoveries == 1  # continued in this process

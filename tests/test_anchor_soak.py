@@ -17,8 +17,8 @@ import psutil
 import pytest
 import ray
 
-from verl_hadw.anchor import client as anchor_client
 from verl_hadw.anchor import AnchorState
+from verl_hadw.anchor import client as anchor_client
 from verl_hadw.anchor.stores import actor_name
 from verl_hadw.options import AnchorConfig, parse_hadw
 

@@ -11,19 +11,19 @@ from omegaconf import OmegaConf
 from verl.trainer.ppo.ray_trainer import compute_advantage
 from verl.utils.skip.skip_manager import SkipManager
 
+from verl_hadw import process_state
+from verl_hadw.anchor import AnchorState, file_format
 from verl_hadw.anchor import client as anchor_client
-from verl_hadw.anchor import AnchorState
-from verl_hadw.anchor import file_format
 from verl_hadw.anchor.file_format import STATE_FILE
 from verl_hadw.callback import HadwCheckpointCallback
-from verl_hadw.errors import AnchorFileError, AnchorSaveError
+from verl_hadw.errors import AnchorFileError, AnchorSaveError, MissingAnchorStateError
 from verl_hadw.options import parse_hadw
 
 
 def saved_run(tmp_path, last=3):
     """A checkpoint folder ``global_step_{last}`` written by a run of steps 1..last; returns its anchor file."""
     run(str(tmp_path), 1, last, save=True, resume=False)
-    anchor_client.reset()
+    process_state.reset()
     return tmp_path / f"global_step_{last}" / STATE_FILE
 
 
@@ -79,7 +79,7 @@ def test_a_damaged_anchor_file_ends_in_one_clear_error(tmp_path, damage):
     with pytest.raises(AnchorFileError) as info:
         HadwCheckpointCallback(config(str(tmp_path), resume=True))
     error = info.value
-    assert isinstance(error, anchor_client.MissingAnchorStateError) and isinstance(error, RuntimeError)
+    assert isinstance(error, MissingAnchorStateError) and isinstance(error, RuntimeError)
     message = str(error)
     assert f"cannot restore the HA-DW anchor: {path} " in message
     assert __import__("re").search(problem, message), message
@@ -90,11 +90,11 @@ def test_a_damaged_anchor_file_ends_in_one_clear_error(tmp_path, damage):
 
 def test_the_error_names_the_newest_earlier_checkpoint_that_can_be_resumed(tmp_path):
     run(str(tmp_path), 1, 2, save=True, resume=False)
-    anchor_client.reset()
+    process_state.reset()
     run(str(tmp_path), 3, 4, save=True, resume=True)
-    anchor_client.reset()
+    process_state.reset()
     run(str(tmp_path), 5, 6, save=True, resume=True)
-    anchor_client.reset()
+    process_state.reset()
     for k in (2, 4, 6):
         (tmp_path / f"global_step_{k}" / "actor").mkdir()
     (tmp_path / "global_step_4" / STATE_FILE).write_text("{")  # damaged too: not a way out
@@ -114,9 +114,9 @@ def test_the_error_names_the_newest_earlier_checkpoint_that_can_be_resumed(tmp_p
 
 def test_a_checkpoint_without_weights_is_not_offered(tmp_path):
     run(str(tmp_path), 1, 2, save=True, resume=False)  # global_step_2 has a valid anchor but no actor/ folder
-    anchor_client.reset()
+    process_state.reset()
     run(str(tmp_path), 3, 4, save=True, resume=True)
-    anchor_client.reset()
+    process_state.reset()
     (tmp_path / "global_step_4" / STATE_FILE).write_text("[]")
     with pytest.raises(AnchorFileError, match=r"none found beside .*global_step_4"):
         HadwCheckpointCallback(config(str(tmp_path), resume=True))

@@ -10,10 +10,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from verl_hadw import cli
-from verl_hadw import reward
-from verl_hadw.repro import data
+from verl_hadw import cli, reward
 from verl_hadw.repro import catalogue as K
+from verl_hadw.repro import data
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 LOCAL = {
@@ -168,7 +167,10 @@ def test_prepare_from_hugging_face(tmp_path, monkeypatch):
     assert (("HuggingFaceH4/MATH-500",), "test", "/cache") in asked
     assert (("yentinglin/aime_2025",), "train", "/cache") in asked
     assert len(asked) == len(K.paper_datasets("hadw"))  # aime24 is DGPO-only
-    assert [r["reward_model"]["ground_truth"] for r in _rows(tmp_path / "hadw" / "aime25.avg16.parquet")] == ["70", "21"]
+    assert [r["reward_model"]["ground_truth"] for r in _rows(tmp_path / "hadw" / "aime25.avg16.parquet")] == [
+        "70",
+        "21",
+    ]
 
 
 def test_neither_hub_nor_local_copy_fails_clearly(tmp_path, no_hub, capsys):

@@ -18,7 +18,13 @@ HADW_METRICS = [
     "hadw/anchor_prior", "hadw/anchor_posterior", "hadw/batch_acc", "hadw/eta_t", "hadw/sigma_t",
     "hadw/phi_mean", "hadw/phi_std", "hadw/phi_min", "hadw/phi_max", "hadw/frac_amplified", "hadw/actor_recoveries",
 ]
-DGPO_METRICS = ["dgpo/valid_groups", "dgpo/zero_var_groups", "dgpo/valid_token_ratio", "dgpo/weight_min", "dgpo/weight_max"]
+DGPO_METRICS = [
+    "dgpo/valid_groups",
+    "dgpo/zero_var_groups",
+    "dgpo/valid_token_ratio",
+    "dgpo/weight_min",
+    "dgpo/weight_max",
+]
 ANCHOR = ["hadw/anchor_prior", "hadw/anchor_posterior", "hadw/batch_acc", "hadw/eta_t", "hadw/sigma_t"]
 
 

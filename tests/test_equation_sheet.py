@@ -59,7 +59,9 @@ def sheet_entries() -> dict[tuple[str, str, str], str]:
             label = line[5:].split(" — ")[0]
             for _, kind, ident in parse_tags(label):
                 key = (paper, kind, ident)
-                assert key not in entries, f"{SHEET}: {kind} {ident} of {paper} has two entries: {entries[key]!r}, {line!r}"
+                assert key not in entries, (
+                    f"{SHEET}: {kind} {ident} of {paper} has two entries: {entries[key]!r}, {line!r}"
+                )
                 entries[key] = line
     return entries
 

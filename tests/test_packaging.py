@@ -14,8 +14,9 @@ import pytest
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGE_WARNINGS = re.compile(r"absent from the `packages` configuration|Package would be ignored|package init file .* not found",
-                              re.I)
+PACKAGE_WARNINGS = re.compile(
+    r"absent from the `packages` configuration|Package would be ignored|package init file .* not found", re.I
+)
 
 
 def sh(*cmd, cwd=None, env=None, timeout=600):
@@ -42,7 +43,11 @@ def test_wheel_builds_without_package_warnings_and_ships_every_yaml(wheel):
     path, log, files = wheel
     assert not PACKAGE_WARNINGS.findall(log), PACKAGE_WARNINGS.findall(log)
     names = set(zipfile.ZipFile(path).namelist())
-    yamls = {f.replace("configs/", "verl_hadw_configs/", 1) for f in files if f.startswith("configs/") and f.endswith(".yaml")}
+    yamls = {
+        f.replace("configs/", "verl_hadw_configs/", 1)
+        for f in files
+        if f.startswith("configs/") and f.endswith(".yaml")
+    }
     assert len(yamls) > 40 and yamls <= names, sorted(yamls - names)
     modules = {f for f in files if f.startswith("verl_hadw/") and f.endswith(".py")}
     assert modules <= names, sorted(modules - names)
@@ -58,7 +63,9 @@ def test_wheel_metadata_has_one_verl_pin_and_the_extras(wheel):
     requires = re.findall(r"^Requires-Dist: (.*)$", text, re.M)
     core = [r for r in requires if "extra ==" not in r]
     assert f"verl=={verl_hadw.VERL_VERSION}" in core
-    assert not any(r.split("[")[0].split("=")[0].split(">")[0].strip() in {"scipy", "matplotlib", "math-verify"} for r in core)
+    assert not any(
+        r.split("[")[0].split("=")[0].split(">")[0].strip() in {"scipy", "matplotlib", "math-verify"} for r in core
+    )
     assert f'verl[fsdp,vllm]=={verl_hadw.VERL_VERSION}; extra == "gpu"' in requires
     assert re.search(r"^Version: " + re.escape(verl_hadw.__version__) + "$", text, re.M)
     for extra in ("repro", "research", "test", "gpu"):
@@ -116,7 +123,8 @@ def test_installed_wheel_runs_hadw_through_verl(venv):
         " non_tensors={'uid': np.array(list('aabb'), dtype=object)})\n"
         "cfg = OmegaConf.create({'adv_estimator': 'hadw', 'norm_adv_by_std_in_grpo': True})\n"
         "adv = compute_advantage(d, 'hadw', config=cfg).batch['advantages']\n"
-        "import inspect; print('SRC=' + inspect.getfile(get_adv_estimator_fn('hadw'))); print('POS=%s' % (float(adv[0, 0]) > 0))\n"
+        "import inspect; print('SRC=' + inspect.getfile(get_adv_estimator_fn('hadw')))\n"
+        "print('POS=%s' % (float(adv[0, 0]) > 0))\n"
     )
     out = run_in(venv, venv[0] / "bin" / "python", "-c", code)
     src, positive = re.search(r"^SRC=(.*)$", out, re.M).group(1), re.search(r"^POS=(.*)$", out, re.M).group(1)

@@ -9,9 +9,9 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers import flat_config
 from omegaconf import OmegaConf
 
-from helpers import flat_config
 from verl_hadw.repro import catalogue as K
 from verl_hadw.repro import compose as C
 
@@ -295,7 +295,9 @@ def test_plan_costs_cli_keeps_the_launcher_format(capsys):
                      "eval dgpo_t1_dgpo"]  # what scripts/reproduce_paper.sh reads
     assert cli.main(["configs", "--plan", "dgpo", "--only", "dgpo_t1_*", "--costs", "--keep", "all"]) == 0
     table = capsys.readouterr().out
-    rows = {tuple(line.split()[:2]): line.split() for line in table.splitlines() if line.startswith(("train ", "eval "))}
+    rows = {
+        tuple(line.split()[:2]): line.split() for line in table.splitlines() if line.startswith(("train ", "eval "))
+    }
     assert rows["train", "dgpo_t1_grpo"][2:7] == ["230", "58,880", "24", "x", "2,000"]
     eval_pass = 32 * (30 + 30 + 40) + 4 * (500 + 272 + 675)
     assert rows["eval", "dgpo_t1_base"][2:7] == ["0", "0", "1", "x", f"{eval_pass:,}"]

@@ -20,8 +20,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from resume_cases import canonical, run
 
-from verl_hadw import metrics
-from verl_hadw.anchor import client as anchor_client
+from verl_hadw import process_state
 
 pytestmark = pytest.mark.slow  # one fresh process for all cases: tens of seconds
 
@@ -63,10 +62,9 @@ def test_every_option_combination_resumes_in_a_fresh_process_bit_for_bit(tmp_pat
         for c in drawn:
             c = {**c, "id": len(cases)}
             c["ckpt"] = str(tmp_path / f"case{c['id']}")
-            anchor_client.reset()
-            metrics.reset()
+            process_state.reset()
             straight[c["id"]] = run({**c, "ckpt": c["ckpt"] + "-straight"}, 1, c["steps"], save=False)
-            anchor_client.reset()
+            process_state.reset()
             first = run(c, 1, c["split"], save=True)
             assert canonical(first) == canonical(straight[c["id"]][: c["split"]])
             cases.append(c)

@@ -12,6 +12,7 @@ from omegaconf import OmegaConf
 from verl.trainer.ppo.ray_trainer import compute_advantage
 from verl.utils.skip.skip_manager import SkipManager
 
+from verl_hadw import process_state
 from verl_hadw.anchor import client as anchor_client
 from verl_hadw.anchor.compatibility import MEANING, RULES, TUNING, declared_options, options_of, rules_table
 from verl_hadw.anchor.file_format import STATE_FILE
@@ -52,9 +53,8 @@ def test_every_declared_option_has_exactly_one_rule_and_the_readme_shows_the_tab
 
 
 def test_options_of_records_every_rule_key_with_the_parsed_value():
-    cfg = parse_hadw({"norm_adv_by_std_in_grpo": False, "hadw": {"lambda_scale": 0.7, "anchor": {"window": 3}},
-                      "dgpo": {"temperature": 1.5}})
-    options = options_of(cfg)
+    options = options_of({"norm_adv_by_std_in_grpo": False, "hadw": {"lambda_scale": 0.7, "anchor": {"window": 3}},
+                          "dgpo": {"temperature": 1.5}})
     assert sorted(options) == sorted(RULES)
     assert options["algorithm.hadw.lambda_scale"] == 0.7 and options["algorithm.hadw.anchor.window"] == 3
     assert options["algorithm.dgpo.temperature"] == 1.5 and options["algorithm.norm_adv_by_std_in_grpo"] is False
@@ -68,7 +68,7 @@ KEY = "rules/exp"
 def v1_resume(tmp_path, change: dict, base: dict | None = None):
     """Save steps 1-3 with the v1 callback under ``base``, then build a resumed callback under ``base + change``."""
     run(str(tmp_path), 1, 3, save=True, resume=False, extra_hadw=base)
-    anchor_client.reset()
+    process_state.reset()
     cfg = OmegaConf.merge(config(str(tmp_path), resume=True, extra_hadw=base), {"algorithm": change})
     return HadwCheckpointCallback(cfg)
 
@@ -95,7 +95,7 @@ def legacy_steps(cfg, first, last):
 
 def legacy_resume(tmp_path, change: dict, base: dict | None = None):
     legacy_steps(legacy_cfg(tmp_path, base or {}), 1, 2)
-    anchor_client.reset()
+    process_state.reset()
     legacy_steps(legacy_cfg(tmp_path, base or {}, change), 3, 3)
 
 
@@ -105,6 +105,8 @@ MEANING_CHANGES = [
     ({"hadw": {"lambda_scale": 1.0}}, None, "algorithm.hadw.lambda_scale: 1.3 -> 1.0"),
     ({"hadw": {"anchor": {"mode": "moving_average"}}}, None, "algorithm.hadw.anchor.mode: 'kalman' -> 'moving_"),
     ({"dgpo": {"temperature": 1.0}}, {"base": "dgpo"}, "algorithm.dgpo.temperature: 2.0 -> 1.0"),
+    ({"hadw": {"anchor": {"include_current": True}}}, {"anchor": {"mode": "moving_average"}},
+     "algorithm.hadw.anchor.include_current: False -> True"),
     ({"norm_adv_by_std_in_grpo": False}, None, "algorithm.norm_adv_by_std_in_grpo: True -> False"),
 ]
 
@@ -136,7 +138,7 @@ def test_the_way_out_works_set_back_or_a_fresh_anchor(tmp_path):
     with pytest.raises(ResumeConflictError):
         v1_resume(tmp_path, {"hadw": {"difficulty_from": "reward"}})
     assert HadwCheckpointCallback(config(str(tmp_path), resume=True)).restored_step == 3  # set back
-    anchor_client.reset()
+    process_state.reset()
     (tmp_path / "global_step_3" / STATE_FILE).rename(tmp_path / "moved.json")
     cfg = config(str(tmp_path), resume=True, extra_hadw={"difficulty_from": "reward", "allow_missing_state": True})
     assert HadwCheckpointCallback(cfg).restored_step is None  # a fresh anchor under the new meaning
@@ -172,7 +174,7 @@ def test_newer_and_older_files_are_read_alike_by_both_trainers(tmp_path, caplog,
     saved_state = dict(data["state"])
     edit(data)
     path.write_text(json.dumps(data))
-    anchor_client.reset()
+    process_state.reset()
     with caplog.at_level(logging.WARNING, logger="verl_hadw.anchor"):
         resume()
     assert any(expected in r.message for r in caplog.records), [r.message for r in caplog.records]
@@ -196,7 +198,7 @@ def test_damaged_or_unreadable_files_still_fail(tmp_path, edit, problem):
     data = json.loads(path.read_text())
     edit(data)
     path.write_text(json.dumps(data))
-    anchor_client.reset()
+    process_state.reset()
     with pytest.raises(AnchorFileError) as info:
         HadwCheckpointCallback(config(str(tmp_path), resume=True))
     assert problem in str(info.value)
@@ -211,10 +213,10 @@ def test_reward_units_accept_any_finite_value_but_not_nan(tmp_path):
     data = json.loads(path.read_text())
     data["state"].update(prior=-0.75, correct=-12.0, posteriors=[-0.5] * len(data["state"]["posteriors"]))
     path.write_text(json.dumps(data))
-    anchor_client.reset()
+    process_state.reset()
     assert HadwCheckpointCallback(config(str(tmp_path), resume=True, extra_hadw=reward)).restored_step == 3
     data["state"]["prior"] = float("nan")
     path.write_text(json.dumps(data))
-    anchor_client.reset()
+    process_state.reset()
     with pytest.raises(AnchorFileError, match=r"prior=nan \(expected a finite number"):
         HadwCheckpointCallback(config(str(tmp_path), resume=True, extra_hadw=reward))

@@ -18,6 +18,7 @@ from verl.trainer.ppo.checkpoint_callback import CheckpointCallback
 from verl_hadw import metrics
 from verl_hadw.anchor import client as anchor_client
 from verl_hadw.anchor.checkpoint_files import CheckpointFiles
+from verl_hadw.anchor.compatibility import options_of
 from verl_hadw.options import parse_hadw
 from verl_hadw.validation import validate_config
 
@@ -31,8 +32,8 @@ class HadwCheckpointCallback(CheckpointCallback):
         super().__init__(config)
         self.estimator = validate_config(config)
         self.hadw = parse_hadw(config.algorithm)
-        metrics.enable(self.hadw.log_metrics)
-        self.files = CheckpointFiles(config.trainer)
+        metrics.enable(config.algorithm)
+        self.files = CheckpointFiles(config.trainer, options_of(config.algorithm))
         if self.estimator == "hadw":
             anchor_client.open_client(self.hadw, self.files)
 
@@ -44,4 +45,4 @@ class HadwCheckpointCallback(CheckpointCallback):
     def on_save(self, trainer, global_step: int, checkpoint_dir: str, async_save: bool = False, **kwargs) -> None:
         if self.estimator == "hadw":  # the anchor's current state, through the back-end it was restored with
             state = anchor_client.state_dict(self.hadw)
-            self.files.on_checkpoint(global_step, self.hadw, state, checkpoint_dir)
+            self.files.on_checkpoint(global_step, self.hadw.state_key, state, checkpoint_dir)

@@ -15,8 +15,8 @@ from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, register_adv_est
 from verl_hadw import metrics, steps
 from verl_hadw.anchor import client as anchor_client
 from verl_hadw.anchor import legacy_snapshots
-from verl_hadw.options import DgpoConfig, HadwConfig, parse_dgpo, parse_hadw
 from verl_hadw.groups import Batch, accuracy_of, group_reduce, group_sum, prepare_batch
+from verl_hadw.options import DgpoConfig, HadwConfig, grpo_norm_by_std, parse_dgpo, parse_hadw
 
 __all__ = [
     "compute_hadw_outcome_advantage",
@@ -46,24 +46,27 @@ def grpo_advantage(b: Batch, epsilon: float, norm_by_std: bool) -> torch.Tensor:
 
     Single-response groups follow verl's ``grpo``: mean 0, std 1.
     """
-    centered = b.scores - b.mean[b.gid]
-    return centered / (b.std[b.gid] + epsilon) if norm_by_std else centered
+    centered = b.scores - b.grpo_mean[b.gid]
+    return centered / (b.grpo_std[b.gid] + epsilon) if norm_by_std else centered
 
 
-def dgpo_advantage(b: Batch, acc: torch.Tensor | None, cfg: DgpoConfig) -> tuple[torch.Tensor, dict[str, float]]:
+def dgpo_advantage(
+    b: Batch, acc: torch.Tensor | None, cfg: DgpoConfig, norm_by_std: bool = True
+) -> tuple[torch.Tensor, dict[str, float]]:
     """(n,) DGPO advantage Â_DG · λ_g · (valid-token ratio), and its per-call counts.
 
     acc: (n,) accuracy per valid row, needed only for DQW (difficulty uses accuracy, DGAE the raw score).
+    norm_by_std: verl's ``algorithm.norm_adv_by_std_in_grpo``, for the GRPO normalisation when ``dgae=false``.
     """
     # Valid group: >= 2 valid responses whose scores are not all equal.
     spread = group_reduce(b.scores, b.gid, b.n_groups, "amax") - group_reduce(b.scores, b.gid, b.n_groups, "amin")
     valid_g = (b.count >= 2) & (spread > 0)
-    centered = b.scores - b.mean[b.gid]
+    centered = b.scores - b.grpo_mean[b.gid]
     if cfg.dgae:
         mad = group_sum(centered.abs(), b.gid, b.n_groups) / b.count  # MAD_g = (1/G) Σ_i |r_i - mean(r)|
         adv = centered / (mad[b.gid] + cfg.epsilon)  # Eqs. 4-5: Â_DG = (r - mean(r)) / MAD(r)
     else:
-        adv = grpo_advantage(b, cfg.epsilon, cfg.norm_adv_by_std)
+        adv = grpo_advantage(b, cfg.epsilon, norm_by_std)
     in_valid = valid_g[b.gid]
     adv = torch.where(in_valid, adv, torch.zeros_like(adv))
 
@@ -139,24 +142,28 @@ def compute_hadw_outcome_advantage(
         advantages, returns: (bs, response_length), equal
     """
     cfg: HadwConfig = parse_hadw(config)
-    metrics.enable(cfg.log_metrics)  # verl's Tracking.log is wrapped only once an estimator of ours runs
+    metrics.enable(config)  # verl's Tracking.log is wrapped only once an estimator of ours runs
+    norm_by_std = grpo_norm_by_std(config)
     with torch.no_grad():
         # Over GRPO nothing depends on how groups are numbered: skip sorting the uids (see groups.group_ids).
         b = prepare_batch(token_level_rewards, response_mask, index, sorted_ids=cfg.base == "dgpo")
-        threshold = cfg.success_threshold if cfg.success_threshold is not None else cfg.dgpo.success_threshold
         by_accuracy = cfg.difficulty_from == "accuracy"
-        acc = None
-        if by_accuracy or (cfg.base == "dgpo" and cfg.dgpo.dqw):  # DQW weighs questions by accuracy either way
-            acc = accuracy_of(b.scores, threshold, "algorithm.hadw.success_threshold")
-        if cfg.base == "dgpo":
-            adv, dgpo_counts = dgpo_advantage(b, acc, cfg.dgpo)
+        acc = accuracy_of(b.scores, cfg.success_threshold, "algorithm.hadw.success_threshold") if by_accuracy else None
+        if cfg.base == "dgpo":  # the base advantage under DGPO's own options (algorithm.dgpo)
+            dgpo_cfg = parse_dgpo(config)
+            dqw_acc = None
+            if dgpo_cfg.dqw:  # DQW weighs questions by accuracy under DGPO's threshold, whatever HA-DW's y_t is
+                same = acc is not None and dgpo_cfg.success_threshold == cfg.success_threshold
+                dqw_acc = acc if same else accuracy_of(
+                    b.scores, dgpo_cfg.success_threshold, "algorithm.dgpo.success_threshold")
+            adv, dgpo_counts = dgpo_advantage(b, dqw_acc, dgpo_cfg, norm_by_std)
         else:
-            adv, dgpo_counts = grpo_advantage(b, cfg.epsilon, cfg.norm_adv_by_std), None
+            adv, dgpo_counts = grpo_advantage(b, cfg.epsilon, norm_by_std), None
         # What "difficulty" is measured on: accuracy (paper) or the raw reward (released code, difficulty_from=reward)
         y = acc if by_accuracy else b.scores
         # p̂: the per-group mean of y; binary scores are their own accuracy, so then it is the group's score mean
-        plain_mean = not by_accuracy or threshold is None
-        p_hat = (b.group_mean if plain_mean else group_sum(y, b.gid, b.n_groups) / b.count)[b.gid]
+        plain_mean = not by_accuracy or cfg.success_threshold is None
+        p_hat = (b.score_mean if plain_mean else group_sum(y, b.gid, b.n_groups) / b.count)[b.gid]
 
         # built on the first call of a run, with the legacy trainer's snapshots as its persistence (None: the v1
         # callback built it already, or no trainer)
@@ -200,11 +207,11 @@ def compute_dgpo_outcome_advantage(
         advantages, returns: (bs, response_length), equal
     """
     cfg = parse_dgpo(config)
-    metrics.enable()
+    metrics.enable(config)  # the same switch as HA-DW's: algorithm.hadw.log_metrics
     with torch.no_grad():
         b = prepare_batch(token_level_rewards, response_mask, index)
         acc = accuracy_of(b.scores, cfg.success_threshold, "algorithm.dgpo.success_threshold") if cfg.dqw else None
-        adv, counts = dgpo_advantage(b, acc, cfg)
+        adv, counts = dgpo_advantage(b, acc, cfg, grpo_norm_by_std(config))
         advantages = _broadcast(adv, b, response_mask)
         metrics.record_dgpo(steps.stateless_step(), counts)
     return advantages, advantages

@@ -26,9 +26,9 @@ class Batch:
     gid: torch.Tensor  # (n,) long, contiguous group id in [0, G)
     n_groups: int  # G
     count: torch.Tensor  # (G,) valid responses per group
-    mean: torch.Tensor  # (G,) group mean score (verl's group_mean_std; singletons: 0)
-    std: torch.Tensor  # (G,) unbiased group std (singletons: 1)
-    group_mean: torch.Tensor  # (G,) Σ scores / count, singletons included
+    grpo_mean: torch.Tensor  # (G,) the mean verl's grpo subtracts (group_mean_std): Σ/count, 0 for a single response
+    grpo_std: torch.Tensor  # (G,) verl grpo's unbiased group std, 1 for a single response
+    score_mean: torch.Tensor  # (G,) Σ scores / count for every group (differs from grpo_mean for singletons only)
     n_rows: int  # N, including padding rows
 
     def lengths(self) -> torch.Tensor:
@@ -136,7 +136,7 @@ def prepare_batch(
     index_valid = index if all_valid else as_valid_index(index, rows)
     gid, n_groups = group_ids(index_valid, scores.device, sorted_ids)
     scores = scores.float()
-    mean, std, count, group_mean = group_stats(scores, gid, n_groups)
+    grpo_mean, grpo_std, count, score_mean = group_stats(scores, gid, n_groups)
     return Batch(
         rows=rows,
         scores=scores,
@@ -144,15 +144,15 @@ def prepare_batch(
         gid=gid,
         n_groups=n_groups,
         count=count,
-        mean=mean,
-        std=std,
-        group_mean=group_mean,
+        grpo_mean=grpo_mean,
+        grpo_std=grpo_std,
+        score_mean=score_mean,
         n_rows=n_rows,
     )
 
 
 def group_stats(scores: torch.Tensor, gid: torch.Tensor, n_groups: int):
-    """(G,) mean, unbiased std, count and the plain mean Σ/count of float32 ``scores`` (n,).
+    """(G,) verl grpo's mean and unbiased std, the count, and the plain mean Σ/count of float32 ``scores`` (n,).
 
     The same operations in the same order as verl's ``group_mean_std(eps=0)``, so bit-identical to it (and to
     verl's grpo), minus its two host syncs (``max().item()``, ``any()``): every id in [0, G) has a row.

@@ -7,9 +7,9 @@ of its own: the caller's previous step + 1.
 
 from __future__ import annotations
 
-__all__ = ["trainer_step", "trainer_run", "resolve_step", "stateless_step", "reset"]
+from verl_hadw.process_state import PROCESS
 
-_last_stateless: int = 0
+__all__ = ["trainer_step", "trainer_run", "resolve_step", "stateless_step"]
 
 
 def trainer_step() -> int | None:
@@ -40,12 +40,5 @@ def resolve_step(previous: int | None) -> int:
 
 def stateless_step() -> int:
     """The step of an estimator without state of its own (dgpo files its metrics under it)."""
-    global _last_stateless
-    _last_stateless = resolve_step(_last_stateless)
-    return _last_stateless
-
-
-def reset() -> None:
-    """Forget the stateless counter (tests, notebooks)."""
-    global _last_stateless
-    _last_stateless = 0
+    PROCESS.last_stateless_step = resolve_step(PROCESS.last_stateless_step)
+    return PROCESS.last_stateless_step

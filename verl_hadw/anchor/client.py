@@ -2,9 +2,9 @@
 
 The estimator runs in verl's driver (the TaskRunner actor) and tells the client the trainer's step of each
 call (None outside a trainer) and the trainer's run. Each ``algorithm.hadw.state_key`` has one client here and
-one store (``stores``: a named Ray actor when Ray is up, else this process). A client gets its persistence
-back-end (``persistence``) when it is built, and restores from it then; its store starts from exactly that
-state (None: a fresh anchor), whatever an earlier run of this process left in Ray.
+one store (``stores``: a named Ray actor when Ray is up, else this process), kept in ``process_state.PROCESS``.
+A client gets its persistence back-end (``persistence``) when it is built, and restores from it then; its store
+starts from exactly that state (None: a fresh anchor), whatever an earlier run of this process left in Ray.
 
 **A run** is what one client serves. A new one starts, with a new client, when
 
@@ -15,7 +15,7 @@ state (None: a fresh anchor), whatever an earlier run of this process left in Ra
 
 So a fresh run never sees another run's anchor, with or without Ray, and a resumed one restores its own (the
 legacy back-end reads the snapshot of the step verl resumed from). Outside a trainer (no step, no run) a
-client lives until ``reset``.
+client lives until ``process_state.reset`` (or ``forget``).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from verl_hadw.anchor.persistence import Persistence
 from verl_hadw.anchor.stores import make_store
 from verl_hadw.errors import ALLOW_MISSING_STATE, CALLBACK_OVERRIDE, FRESH_ANCHOR_WARNING, MissingAnchorStateError
 from verl_hadw.options import AnchorConfig, HadwConfig
+from verl_hadw.process_state import PROCESS
 
 __all__ = [
     "AnchorClient",
@@ -36,21 +37,17 @@ __all__ = [
     "get_client",
     "observe",
     "state_dict",
-    "reset",
+    "forget",
     "MissingAnchorStateError",
 ]
 
 logger = logging.getLogger(__name__)
-
-_CLIENTS: dict[str, "AnchorClient"] = {}
-
 
 class AnchorClient:
     """One experiment's anchor: assigns (step, call) ids, sends observations to its store, and hands its state
     to its persistence back-end."""
 
     def __init__(self, cfg: HadwConfig, persistence: Persistence | None = None, first_step: int | None = None):
-        self.cfg = cfg
         self.key = cfg.state_key
         self.config: AnchorConfig = cfg.anchor
         self.allow_missing_state = cfg.allow_missing_state
@@ -107,7 +104,7 @@ class AnchorClient:
         step, call = self.next_ids(trainer_step)
         view = self.store.observe(step, call, correct, count)
         if trainer_step is not None:
-            self.persistence.after_step(step, self.cfg, self.store.last_state())
+            self.persistence.after_step(step, self.key, self.store.last_state())
         if view.warn:
             message = (
                 f"HA-DW anchor '{self.key}' is frozen: it moved < 1e-3 over {self.config.window} steps while the "
@@ -126,7 +123,7 @@ class AnchorClient:
 
 def open_client(cfg: HadwConfig, persistence: Persistence, first_step: int | None = None) -> AnchorClient:
     """Build ``cfg.state_key``'s client with ``persistence`` (restoring from it), replacing any earlier one."""
-    client = _CLIENTS[cfg.state_key] = AnchorClient(cfg, persistence, first_step)
+    client = PROCESS.anchors[cfg.state_key] = AnchorClient(cfg, persistence, first_step)
     return client
 
 
@@ -142,7 +139,7 @@ def get_client(
     back-end ``persistence()`` returns (read only then) at ``trainer_step``. Within a run its anchor config may
     not change.
     """
-    client = _CLIENTS.get(cfg.state_key)
+    client = PROCESS.anchors.get(cfg.state_key)
     if client is not None and client.begins_new_run(trainer_step, run):
         logger.info(
             f"HA-DW anchor '{cfg.state_key}': a new training run in this process (step {trainer_step} after "
@@ -174,9 +171,6 @@ def state_dict(cfg: HadwConfig) -> dict:
     return get_client(cfg).state_dict()
 
 
-def reset(key: str | None = None) -> None:
-    """Forget one anchor (or all) in this process: for tests and notebooks."""
-    if key is None:
-        _CLIENTS.clear()
-    else:
-        _CLIENTS.pop(key, None)
+def forget(key: str) -> None:
+    """Forget the anchor of ``key`` in this process (``process_state.reset`` forgets everything)."""
+    PROCESS.anchors.pop(key, None)

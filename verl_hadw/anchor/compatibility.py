@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from verl_hadw.errors import ALLOW_MISSING_STATE, ResumeConflictError
-from verl_hadw.options import AnchorConfig, DgpoConfig, HadwConfig
+from verl_hadw.options import DgpoConfig, HadwConfig, grpo_norm_by_std, parse_dgpo, parse_hadw
 
 __all__ = ["MEANING", "TUNING", "Rule", "RULES", "options_of", "declared_options", "check_resume", "rules_table"]
 
@@ -47,20 +47,21 @@ def _over_dgpo(options: dict) -> bool:
     return options.get(HADW + "base") == "dgpo"
 
 
-def _accuracy_read(options: dict) -> bool:
-    """Accuracies are computed: for y_t and p̂ (difficulty_from=accuracy) or for DGPO's question weights."""
-    return options.get(HADW + "difficulty_from") == "accuracy" or (
-        _over_dgpo(options) and options.get(DGPO + "dqw") is True
-    )
+def _by_accuracy(options: dict) -> bool:
+    return options.get(HADW + "difficulty_from") == "accuracy"
 
 
-def _dgpo_threshold_read(options: dict) -> bool:
-    """``algorithm.dgpo.success_threshold`` is HA-DW's threshold when its own is null."""
-    return options.get(HADW + "success_threshold") is None and _accuracy_read(options)
+def _over_grpo(options: dict) -> bool:
+    return options.get(HADW + "base") == "grpo"
+
+
+def _question_weights(options: dict) -> bool:
+    return _over_dgpo(options) and options.get(DGPO + "dqw") is True
 
 
 def _std_read(options: dict) -> bool:
-    return options.get(HADW + "base") == "grpo" or (_over_dgpo(options) and options.get(DGPO + "dgae") is False)
+    """The base divides by a group std: GRPO, or DGPO without its MAD normalisation."""
+    return _over_grpo(options) or (_over_dgpo(options) and options.get(DGPO + "dgae") is False)
 
 
 @dataclass(frozen=True)
@@ -75,14 +76,14 @@ RULES: dict[str, Rule] = {
     HADW + "lambda_scale": Rule(MEANING, "λ_scale of Eq. 16 scales every weight Φ: another objective"),
     HADW + "state_key": Rule(TUNING, "a name: the saved anchor is restored under the new one"),
     HADW + "success_threshold": Rule(
-        MEANING, "what counts as a success: the units of y_t, p̂ and the saved anchor", _accuracy_read,
-        "accuracies are computed"),
+        MEANING, "what counts as a success: the units of y_t, p̂ and the saved anchor", _by_accuracy,
+        "hadw.difficulty_from=accuracy"),
     HADW + "base": Rule(MEANING, "the base advantage (GRPO or DGPO): another method"),
     HADW + "difficulty_from": Rule(MEANING, "accuracy vs mean reward: the units of y_t, p̂ and the saved anchor"),
     HADW + "normalize_phi": Rule(MEANING, "rescales Φ to mean 1: another objective"),
     HADW + "allow_missing_state": Rule(TUNING, "what a resume does without an anchor file; not the anchor"),
     HADW + "log_metrics": Rule(TUNING, "logging only"),
-    HADW + "epsilon": Rule(TUNING, "a numerical guard in the GRPO std", _std_read, "the base divides by a std"),
+    HADW + "epsilon": Rule(TUNING, "a numerical guard in the GRPO std", _over_grpo, "hadw.base=grpo"),
     ANCHOR + "mode": Rule(MEANING, "Kalman, moving average or fixed: what the anchor is, another method"),
     ANCHOR + "eta": Rule(TUNING, "how fast the anchor follows y_t (the freeze warning advises raising it)"),
     ANCHOR + "window": Rule(TUNING, "how many past values σ_t / the average read; the history is kept"),
@@ -98,13 +99,12 @@ RULES: dict[str, Rule] = {
     DGPO + "dgae": Rule(MEANING, "MAD vs std normalisation of the base advantage: another method", _over_dgpo,
                         "hadw.base=dgpo"),
     DGPO + "dqw": Rule(MEANING, "question weights on or off: another method", _over_dgpo, "hadw.base=dgpo"),
-    DGPO + "temperature": Rule(MEANING, "T of Eq. 6 sets the question weights: another objective", _over_dgpo,
-                               "hadw.base=dgpo"),
+    DGPO + "temperature": Rule(MEANING, "T of Eq. 6 sets the question weights: another objective",
+                               _question_weights, "hadw.base=dgpo, dgpo.dqw=true"),
     DGPO + "valid_token_norm": Rule(MEANING, "rescales every advantage: another objective", _over_dgpo,
                                     "hadw.base=dgpo"),
-    DGPO + "success_threshold": Rule(
-        MEANING, "HA-DW's threshold when its own is null: the units of y_t and the saved anchor",
-        _dgpo_threshold_read, "hadw.success_threshold=null and accuracies are computed"),
+    DGPO + "success_threshold": Rule(MEANING, "what DQW counts as a success: the question weights",
+                                     _question_weights, "hadw.base=dgpo, dgpo.dqw=true"),
     DGPO + "epsilon": Rule(TUNING, "a numerical guard in the MAD / std", _over_dgpo, "hadw.base=dgpo"),
     NORM_BY_STD: Rule(MEANING, "GRPO vs Dr.GRPO (no std) base advantage: another method", _std_read,
                       "the base divides by a std"),
@@ -130,16 +130,17 @@ def declared_options() -> list[str]:
     return [*_user_fields(HadwConfig, HADW), *_user_fields(DgpoConfig, DGPO), NORM_BY_STD]
 
 
-def options_of(cfg: HadwConfig) -> dict[str, Any]:
-    """The run's options as flat keys (what an anchor file records)."""
+def options_of(algorithm: Any) -> dict[str, Any]:
+    """The options of the run whose verl ``algorithm`` node (dict, DictConfig or None) is ``algorithm``, as flat
+    keys: what an anchor file records and a resume compares."""
     out = {}
-    for prefix, node in ((HADW, cfg), (DGPO, cfg.dgpo)):
+    for prefix, node in ((HADW, parse_hadw(algorithm)), (DGPO, parse_dgpo(algorithm))):
         for key in _user_fields(type(node), prefix):
             value = node
             for part in key[len(prefix):].split("."):
                 value = getattr(value, part)
             out[key] = value
-    out[NORM_BY_STD] = cfg.norm_adv_by_std
+    out[NORM_BY_STD] = grpo_norm_by_std(algorithm)
     return out
 
 
@@ -149,15 +150,15 @@ def anchor_options(anchor_config: dict) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------------ the check
-def check_resume(saved: dict, recorded_all: bool, cfg: HadwConfig, path: str, other_keys=()) -> None:
-    """Apply the rules to a resume from ``path`` whose file recorded the options ``saved`` (flat keys).
+def check_resume(saved: dict, recorded_all: bool, now: dict, path: str, other_keys=()) -> None:
+    """Apply the rules to a resume from ``path`` whose file recorded the options ``saved``; ``now``: this run's
+    (both flat keys, ``options_of``).
 
     ``recorded_all``: the file records every option (schema 2); False for schema 1 (anchor options only).
     ``other_keys``: top-level keys of the file this version does not write (a newer version's).
     Raises ``ResumeConflictError`` for meaning changes; logs one warning for tuning changes, unknown keys and
     options the file did not record.
     """
-    now = options_of(cfg)
     refused, changed = [], []
     for key, rule in RULES.items():
         if key not in saved or saved[key] == now[key]:

@@ -41,11 +41,10 @@ class Persistence:
         """
         return None
 
-    def after_step(self, step: int, cfg: HadwConfig, state: dict) -> None:
-        """Called after every observation of trainer step ``step`` with the anchor's state (``cfg``: the run's
-        options, which the files record)."""
+    def after_step(self, step: int, key: str, state: dict) -> None:
+        """Called after every observation of trainer step ``step`` with the anchor's state."""
 
-    def on_checkpoint(self, step: int, cfg: HadwConfig, state: dict, folder: str) -> None:
+    def on_checkpoint(self, step: int, key: str, state: dict, folder: str) -> None:
         """verl saved the checkpoint ``folder`` of step ``step``."""
 
     @staticmethod
@@ -56,8 +55,9 @@ class Persistence:
         logger.warning(f"{message} {FRESH_ANCHOR_WARNING}")
 
 
-def continue_under(saved: dict, cfg: HadwConfig, path: str) -> dict:
-    """The state of the checked payload ``saved`` (from ``path``), made to continue under this run's config.
+def continue_under(saved: dict, cfg: HadwConfig, options: dict, path: str) -> dict:
+    """The state of the checked payload ``saved`` (from ``path``), made to continue under this run's config
+    ``cfg`` and options ``options`` (``compatibility.options_of``).
 
     Both back-ends resume through here, so both apply the same rules (``compatibility``): an option that changes
     the meaning of the saved anchor or the method being trained refuses the resume (``ResumeConflictError``);
@@ -72,10 +72,10 @@ def continue_under(saved: dict, cfg: HadwConfig, path: str) -> dict:
     state = dict(saved["state"])
     recorded_all = state["schema_version"] != 1
     if recorded_all:
-        options = dict(saved["options"])
+        recorded = dict(saved["options"])
     else:  # schema 1 recorded the anchor options and the state key only
-        options = {**anchor_options(state["config"]), STATE_KEY: saved["state_key"]}
-    check_resume(options, recorded_all, cfg, path, sorted(saved.keys() - set(PAYLOAD_KEYS)))
+        recorded = {**anchor_options(state["config"]), STATE_KEY: saved["state_key"]}
+    check_resume(recorded, recorded_all, options, path, sorted(saved.keys() - set(PAYLOAD_KEYS)))
     current = cfg.anchor
     keep = current.window + 1  # what AnchorState keeps: m values for σ_t, one more for the freeze check
     state.update(

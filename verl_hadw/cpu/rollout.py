@@ -85,7 +85,9 @@ class HFCPUServer:
 
         pin_threads()
 
-    async def generate(self, request_id: str, prompt_ids: list[int], sampling_params: dict[str, Any], **kwargs) -> TokenOutput:
+    async def generate(
+        self, request_id: str, prompt_ids: list[int], sampling_params: dict[str, Any], **kwargs
+    ) -> TokenOutput:
         params = dict(sampling_params)
         response_length = int(_get(self.config, "response_length"))
         max_tokens = params.pop("max_tokens", None) or params.pop("max_new_tokens", None) or response_length

@@ -77,7 +77,8 @@ def _h(label, run, *values):
 _T1 = "hadw_t1_"
 TABLES: tuple[Table, ...] = (
     # ------------------------------------------------------------------------------------------ HA-DW
-    Table("hadw", "hadw_t1", "HA-DW Table 1: main results (MATH500 / AIME25 avg@16 / AMC23 avg@16 / Minerva / OlympiadBench)", (
+    Table("hadw", "hadw_t1",
+          "HA-DW Table 1: main results (MATH500 / AIME25 avg@16 / AMC23 avg@16 / Minerva / OlympiadBench)", (
         _h("Qwen3-4B-Base GRPO", _T1 + "qwen3_4b_grpo", 75.4, 19.6, 60.3, 33.8, 43.5, 46.5),
         _h("Qwen3-4B-Base GRPO+HA-DW", _T1 + "qwen3_4b_grpo_hadw", 78.0, 20.4, 63.4, 36.8, 44.7, 48.7),
         _h("Qwen3-4B-Base GSPO", _T1 + "qwen3_4b_gspo", 75.8, 20.0, 62.2, 35.3, 42.3, 47.1),

@@ -9,11 +9,17 @@ The YAMLs live in the checkout's ``configs/`` and ship as the data package ``ver
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from verl_hadw.config_paths import config_dir, verl_config_dir
 
-__all__ = ["config_dir", "verl_config_dir", "available_runs", "describe", "compose_run", "run_dir", "validate_like_main_ppo"]
+__all__ = [
+    "config_dir",
+    "verl_config_dir",
+    "available_runs",
+    "describe",
+    "compose_run",
+    "run_dir",
+    "validate_like_main_ppo",
+]
 
 
 def available_runs() -> list[str]:

@@ -41,7 +41,14 @@ def environment(assets: str) -> dict:
 
 
 def command(overrides: list[str], config_name: str = "demo") -> list[str]:
-    return [sys.executable, "-m", "verl.trainer.main_ppo", f"--config-path={config_dir()}", f"--config-name={config_name}", *overrides]
+    return [
+        sys.executable,
+        "-m",
+        "verl.trainer.main_ppo",
+        f"--config-path={config_dir()}",
+        f"--config-name={config_name}",
+        *overrides,
+    ]
 
 
 def ensure_assets(assets: str) -> None:
@@ -63,7 +70,11 @@ def run(assets: str, overrides: list[str], cwd: str | None = None, on_line=None,
     """Run main_ppo; returns (exit code, full output). ``on_line`` sees each output line as it arrives."""
     ensure_assets(assets)
     proc = subprocess.Popen(
-        command(overrides), cwd=cwd or os.getcwd(), env=environment(assets), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        command(overrides),
+        cwd=cwd or os.getcwd(),
+        env=environment(assets),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
         text=True,
     )
     lines = []
@@ -100,7 +111,9 @@ def table_printer(out=sys.stdout):
 
     def on_line(line: str) -> None:
         for step, values in parse_steps(line).items():
-            cells = [fmt.format(step if metric is None else values.get(metric, float("nan"))) for _, metric, fmt in TABLE]
+            cells = [
+                fmt.format(step if metric is None else values.get(metric, float("nan"))) for _, metric, fmt in TABLE
+            ]
             out.write(" ".join(cells) + "\n")
             out.flush()
 

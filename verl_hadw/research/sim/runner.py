@@ -115,7 +115,7 @@ def run_one(
     nan = float("nan")
     blank = {f: nan for f in RECORD_FIELDS[3:]}
     records = [{"method": method.name, "seed": seed, "step": 0, **blank, **policy.evaluate()}]
-    anchor_client.reset(key)
+    anchor_client.forget(key)
     try:
         with _quiet_single_thread():
             for step in range(1, cfg.steps + 1):
@@ -135,7 +135,7 @@ def run_one(
                 records.append(record)
     finally:
         SkipManager.set_step(-1)
-        anchor_client.reset(key)
+        anchor_client.forget(key)
     return records
 
 

@@ -6,9 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from verl_hadw.repro import data as _data
 from verl_hadw.repro.catalogue import DATASETS, PAPERS, paper_datasets
 from verl_hadw.repro.data import DataSourceError, prepare
-from verl_hadw.repro import data as _data
+
 
 def _parse_sources(items: list[str]) -> dict[str, str]:
     sources = {}
