@@ -71,7 +71,7 @@ def config(case: dict, resume: bool):
         {
             "algorithm": {
                 "adv_estimator": "hadw", "norm_adv_by_std_in_grpo": True, "hadw": hadw_options(case),
-                "dgpo": {"temperature": case["temperature"]},
+                "dgpo": {"temperature": case["temperature"], "success_threshold": THRESHOLD[case["rewards"]]},
             },
             "trainer": {
                 "use_v1": not legacy, "default_local_dir": case["ckpt"], "save_freq": 1 if legacy else -1,

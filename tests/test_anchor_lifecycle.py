@@ -18,8 +18,17 @@ pytestmark = pytest.mark.slow  # real Ray: tens of seconds
 
 
 def start_ray():
-    if not ray.is_initialized():  # each start costs seconds on a loaded machine: the tests share one when they can
-        ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False)
+    """A new local Ray (each start costs seconds: the tests share one when they can). A start that times out on a
+    loaded machine (Ray's fixed 30 s for the raylet to register) is tried once more."""
+    for attempt in (1, 2):
+        if ray.is_initialized():
+            return
+        try:
+            ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False)
+        except Exception as exc:  # Ray raises a bare Exception for this
+            ray.shutdown()
+            if attempt == 2 or "timed out during startup" not in str(exc):
+                raise
 
 
 @pytest.fixture(scope="module", autouse=True)
