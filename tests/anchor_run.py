@@ -43,14 +43,14 @@ def config(ckpt_dir: str, resume: bool, extra_hadw: dict | None = None):
     )
 
 
-def run(ckpt_dir: str, first: int, last: int, save: bool, resume: bool) -> list[dict]:
+def run(ckpt_dir: str, first: int, last: int, save: bool, resume: bool, extra_hadw: dict | None = None) -> list[dict]:
     from verl.trainer.ppo.ray_trainer import compute_advantage
     from verl.utils.skip.skip_manager import SkipManager
 
     from verl_hadw import metrics
     from verl_hadw.callback import HadwCheckpointCallback
 
-    cfg = config(ckpt_dir, resume)
+    cfg = config(ckpt_dir, resume, extra_hadw)
     callback = HadwCheckpointCallback(cfg)
     out = []
     for step in range(first, last + 1):

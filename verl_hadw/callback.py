@@ -18,6 +18,7 @@ from verl.trainer.ppo.checkpoint_callback import CheckpointCallback
 from verl_hadw import metrics
 from verl_hadw.anchor import client as anchor_client
 from verl_hadw.anchor.checkpoint_files import CheckpointFiles
+from verl_hadw.anchor.compatibility import options_of
 from verl_hadw.options import parse_hadw
 from verl_hadw.validation import validate_config
 
@@ -32,7 +33,7 @@ class HadwCheckpointCallback(CheckpointCallback):
         self.estimator = validate_config(config)
         self.hadw = parse_hadw(config.algorithm)
         metrics.enable(config.algorithm)
-        self.files = CheckpointFiles(config.trainer)
+        self.files = CheckpointFiles(config.trainer, options_of(config.algorithm))
         if self.estimator == "hadw":
             anchor_client.open_client(self.hadw, self.files)
 

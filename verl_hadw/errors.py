@@ -13,6 +13,8 @@ __all__ = [
     "AnchorFileError",
     "AnchorSaveError",
     "AnchorStepError",
+    "ResumeConflictError",
+    "AnchorActorError",
     "MissingExtraError",
     "UnusedOptionsWarning",
     "ALLOW_MISSING_STATE",
@@ -50,6 +52,15 @@ class AnchorSaveError(RuntimeError):
 
 class AnchorStepError(RuntimeError):
     """A call arrived for a step older than the anchor's open step (e.g. a resume that lost its state)."""
+
+
+class ResumeConflictError(ConfigError):
+    """A resume changes an option that changes the meaning of the saved anchor or the method being trained
+    (``anchor.compatibility``); the message names each key, old -> new, and the ways out."""
+
+
+class AnchorActorError(RuntimeError):
+    """The anchor's Ray actor name is held by an actor that is not a verl-hadw anchor; the message names it."""
 
 
 class MissingExtraError(SystemExit):

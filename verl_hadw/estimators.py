@@ -166,10 +166,10 @@ def compute_hadw_outcome_advantage(
         plain_mean = not by_accuracy or cfg.success_threshold is None
         p_hat = (b.score_mean if plain_mean else group_sum(y, b.gid, b.n_groups) / b.count)[b.gid]
 
-        # built on the first call, with the legacy trainer's snapshots as its persistence (None: the v1 callback
-        # built it already, or no trainer)
-        step = steps.trainer_step()
-        client = anchor_client.get_client(cfg, lambda: legacy_snapshots.from_config(config), step)
+        # built on the first call of a run, with the legacy trainer's snapshots as its persistence (None: the v1
+        # callback built it already, or no trainer)
+        step, run = steps.trainer_step(), steps.trainer_run()
+        client = anchor_client.get_client(cfg, lambda: legacy_snapshots.from_config(config), step, run)
         view = client.observe(correct=float(y.sum()), count=int(y.numel()), trainer_step=step)  # Eq. 7: K_t, B_t
         phi = hadw_weights(adv, p_hat, view.prior, cfg.lambda_scale)
         if not bool(torch.isfinite(phi).all()):  # exp(M) overflows for M ≳ 88: only reward difficulty gets there

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from verl_hadw.process_state import PROCESS
 
-__all__ = ["trainer_step", "resolve_step", "stateless_step"]
+__all__ = ["trainer_step", "trainer_run", "resolve_step", "stateless_step"]
 
 
 def trainer_step() -> int | None:
@@ -20,6 +20,16 @@ def trainer_step() -> int | None:
         return None
     step = getattr(SkipManager, "step", -1)
     return step if isinstance(step, int) and step > 0 else None
+
+
+def trainer_run() -> object | None:
+    """A token of verl's current ``fit()``, compared by identity: both trainers call ``SkipManager.init`` at the
+    start of ``fit()``, which replaces ``SkipManager.skip_instances`` with a new dict (None: no verl)."""
+    try:
+        from verl.utils.skip.skip_manager import SkipManager
+    except ImportError:  # pragma: no cover - older verl
+        return None
+    return getattr(SkipManager, "skip_instances", None)
 
 
 def resolve_step(previous: int | None) -> int:

@@ -24,12 +24,14 @@ logger = logging.getLogger(__name__)
 
 
 class CheckpointFiles(Persistence):
-    """``trainer``: verl's ``trainer`` config node (``resume_mode``, ``default_local_dir``, ``resume_from_path``)."""
+    """``trainer_config``: verl's ``trainer`` node (``resume_mode``, ``default_local_dir``, ``resume_from_path``);
+    ``options``: the run's options (``compatibility.options_of``), which every file records and a resume compares."""
 
     handles_resume = True
 
-    def __init__(self, trainer_config):
+    def __init__(self, trainer_config, options: dict):
         self.trainer_config = trainer_config
+        self.options = options
         self.restored_step: int | None = None  # N of the global_step_N the anchor came from
 
     def load(self, cfg: HadwConfig, step: int | None = None) -> dict | None:
@@ -51,7 +53,7 @@ class CheckpointFiles(Persistence):
             problem = str(exc)
         if problem is not None:  # raised outside the except: one error, not a chain ending in a JSONDecodeError
             return self._missing(cfg, folder, f"cannot restore the HA-DW anchor: {path} {problem}", AnchorFileError)
-        state = continue_under(saved, cfg, path)
+        state = continue_under(saved, cfg, self.options, path)
         self.restored_step = step_of(folder)
         logger.info(f"HA-DW anchor restored from {path} (step {self.restored_step})")
         return state
@@ -70,4 +72,4 @@ class CheckpointFiles(Persistence):
     def on_checkpoint(self, step: int, key: str, state: dict, folder: str) -> None:
         if state["open_step"] not in (None, step):
             logger.warning(f"saving anchor at verl step {step} but the anchor's last step is {state['open_step']}")
-        write_state_file(os.path.join(folder, STATE_FILE), payload(step, key, state))
+        write_state_file(os.path.join(folder, STATE_FILE), payload(step, key, state, self.options))

@@ -1,9 +1,21 @@
 """Driver-side access to the anchor: (step, call) ids, the store, and the persistence back-end.
 
 The estimator runs in verl's driver (the TaskRunner actor) and tells the client the trainer's step of each
-call (None outside a trainer). Each ``algorithm.hadw.state_key`` has one client here and one store
-(``stores``: a named Ray actor when Ray is up, else this process), kept in ``process_state.PROCESS``. A client
-gets its persistence back-end (``persistence``) when it is built, and restores from it then.
+call (None outside a trainer) and the trainer's run. Each ``algorithm.hadw.state_key`` has one client here and
+one store (``stores``: a named Ray actor when Ray is up, else this process), kept in ``process_state.PROCESS``.
+A client gets its persistence back-end (``persistence``) when it is built, and restores from it then; its store
+starts from exactly that state (None: a fresh anchor), whatever an earlier run of this process left in Ray.
+
+**A run** is what one client serves. A new one starts, with a new client, when
+
+- verl's checkpoint callback is built (a new v1 trainer: ``open_client``), or
+- without the callback, at the estimator's first call of a new verl ``fit()`` (both trainers call
+  ``SkipManager.init`` at its start: the ``run`` token the estimator passes changes), or at a trainer step lower
+  than the client's last one (a restarted loop that did not go through ``fit()``).
+
+So a fresh run never sees another run's anchor, with or without Ray, and a resumed one restores its own (the
+legacy back-end reads the snapshot of the step verl resumed from). Outside a trainer (no step, no run) a
+client lives until ``process_state.reset`` (or ``forget``).
 """
 
 from __future__ import annotations
@@ -47,6 +59,7 @@ class AnchorClient:
         self.store = make_store(self.key, self.config, state)
         self._step: int | None = None
         self._call = 0
+        self.run: object | None = None  # the trainer run of its first trainer call (see the module docstring)
 
     @property
     def recoveries(self) -> int:
@@ -66,6 +79,12 @@ class AnchorClient:
         self._call = self._call + 1 if step == self._step else 0
         self._step = step
         return step, self._call
+
+    def begins_new_run(self, trainer_step: int | None, run: object | None) -> bool:
+        """Whether a call at ``trainer_step`` of the trainer run ``run`` belongs to a new run, not this client's."""
+        if trainer_step is None or self.run is None:
+            return False
+        return (run is not None and run is not self.run) or (self._step is not None and trainer_step < self._step)
 
     def _check_fresh_start(self, step: int) -> None:
         """First call of a process at step > 1: a resumed run whose anchor was not restored."""
@@ -112,10 +131,21 @@ def get_client(
     cfg: HadwConfig,
     persistence: Callable[[], Persistence | None] | None = None,
     trainer_step: int | None = None,
+    run: object | None = None,
 ) -> AnchorClient:
-    """The client for ``cfg.state_key``; built on first use with the back-end ``persistence()`` returns (read
-    only then) at ``trainer_step``. Its anchor config may not change."""
+    """The client for ``cfg.state_key`` in the trainer run ``run`` (a token, compared by identity).
+
+    Built on first use, and again when the call begins a new run (``AnchorClient.begins_new_run``), with the
+    back-end ``persistence()`` returns (read only then) at ``trainer_step``. Within a run its anchor config may
+    not change.
+    """
     client = PROCESS.anchors.get(cfg.state_key)
+    if client is not None and client.begins_new_run(trainer_step, run):
+        logger.info(
+            f"HA-DW anchor '{cfg.state_key}': a new training run in this process (step {trainer_step} after "
+            f"{client._step}{', a new fit()' if run is not client.run else ''}): it gets its own anchor"
+        )
+        client = None
     if client is None:
         client = open_client(cfg, persistence() if persistence else None, trainer_step)
     elif client.config != cfg.anchor:
@@ -123,7 +153,12 @@ def get_client(
             f"anchor state_key '{cfg.state_key}' is already in use with a different anchor config "
             f"({client.config} vs {cfg.anchor}); give each experiment its own algorithm.hadw.state_key"
         )
+    if trainer_step is not None and client.run is None:
+        client.run = run if run is not None else _NO_RUN
     return client
+
+
+_NO_RUN = object()  # a trainer call without a run token (unit use): the run is then told by its steps alone
 
 
 def observe(cfg: HadwConfig, correct: float, count: int, trainer_step: int | None = None) -> AnchorView:

@@ -1,9 +1,15 @@
 """The anchor file: its name, its schema checks, the checked read and the atomic write.
 
-Both persistence back-ends write the same payload, ``{"global_step": N, "state_key": ..., "state":
-AnchorState.to_dict()}``: the v1 callback into ``global_step_N/verl_hadw_anchor.json``, the legacy trainer's
-snapshots into ``verl_hadw_anchor/step_N.json``. A file is read only through ``read_state_file``, which checks
-everything a hand edit, a foreign writer or an interrupted save could get wrong, and the step.
+Both persistence back-ends write the same payload, ``{"global_step": N, "state_key": ..., "options": {...},
+"state": AnchorState.to_dict()}``: the v1 callback into ``global_step_N/verl_hadw_anchor.json``, the legacy
+trainer's snapshots into ``verl_hadw_anchor/step_N.json``. ``options`` (schema 2) records the run's options as
+flat keys, which a resume compares with its own (``compatibility``); schema 1 files lack it. A file is read only
+through ``read_state_file``, which checks everything a hand edit, a foreign writer or an interrupted save could
+get wrong, and the step.
+
+Value ranges follow the saved run's units: with ``difficulty_from=accuracy`` (and in schema 1 files, which do
+not record it) y_t and the anchor are accuracies in [0, 1]; with ``difficulty_from=reward`` they are mean rewards,
+any finite number (DAPO's ±1 rewards give negative ones).
 """
 
 from __future__ import annotations
@@ -13,20 +19,30 @@ import json
 import math
 import os
 
-from verl_hadw.anchor.machine import SCHEMA_VERSION, AnchorState
+from verl_hadw.anchor.machine import READABLE_SCHEMAS, AnchorState
 from verl_hadw.errors import ALLOW_MISSING_STATE, AnchorSaveError
 
-__all__ = ["STATE_FILE", "read_state_file", "write_state_file", "payload"]
+__all__ = ["STATE_FILE", "PAYLOAD_KEYS", "read_state_file", "write_state_file", "payload", "saved_units"]
 
 STATE_FILE = "verl_hadw_anchor.json"
 
 _JSON_TYPES = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean"}
 _STATE_FIELDS = {f.name for f in dataclasses.fields(AnchorState)} | {"schema_version"}
+# the top-level keys this version writes (the last by the legacy back-end); others are a newer version's
+PAYLOAD_KEYS = ("global_step", "state_key", "options", "state", "replaces_data_pt_mtime_ns")
+_DIFFICULTY_FROM = "algorithm.hadw.difficulty_from"
 
 
-def payload(step: int, key: str, state: dict) -> dict:
-    """What an anchor file holds: the anchor state of ``state_key`` after training step ``step``."""
-    return {"global_step": step, "state_key": key, "state": state}
+def payload(step: int, key: str, state: dict, options: dict) -> dict:
+    """What an anchor file holds: the anchor state of ``state_key`` after training step ``step``, and the run's
+    options (``compatibility.options_of``)."""
+    return {"global_step": step, "state_key": key, "options": options, "state": state}
+
+
+def saved_units(saved: dict) -> str:
+    """``accuracy`` or ``reward``: what the anchor's numbers in a checked payload measure."""
+    options = saved.get("options")
+    return "reward" if isinstance(options, dict) and options.get(_DIFFICULTY_FROM) == "reward" else "accuracy"
 
 
 def _is_int(v, lo: int) -> bool:
@@ -41,8 +57,15 @@ def _is_prob(v) -> bool:
     return _is_num(v) and 0.0 <= v <= 1.0
 
 
-def _field_problems(state: dict) -> list[str]:
-    """What is out of type or range in a saved ``AnchorState.to_dict()`` (hand edits, foreign writers)."""
+def _field_problems(state: dict, units: str) -> list[str]:
+    """What is out of type or range in a saved ``AnchorState.to_dict()`` (hand edits, foreign writers).
+
+    ``units``: ``accuracy`` (values in [0, 1], Σ accuracy in [0, count]) or ``reward`` (finite numbers).
+    """
+    in_range, one, many = (
+        (_is_prob, "a number in [0, 1]", "numbers in [0, 1]") if units == "accuracy"
+        else (_is_num, "a finite number", "finite numbers")
+    )
     bad = []
     open_step, count = state["open_step"], state["count"]
     if open_step is not None and not _is_int(open_step, 1):
@@ -50,17 +73,19 @@ def _field_problems(state: dict) -> list[str]:
     if not _is_int(count, 1 if open_step is not None else 0):
         bad.append(f"count={count!r} (expected an integer >= {1 if open_step is not None else 0})")
     correct = state["correct"]
-    if not (_is_num(correct) and 0 <= correct <= (count if _is_int(count, 0) else math.inf)):
+    if units == "reward" and not _is_num(correct):
+        bad.append(f"correct={correct!r} (expected a finite number: the open step's sum of rewards)")
+    if units == "accuracy" and not (_is_num(correct) and 0 <= correct <= (count if _is_int(count, 0) else math.inf)):
         bad.append(f"correct={correct!r} (expected a number in [0, count])")
     prior = state["prior"]
-    if (open_step is None and prior is not None) or (open_step is not None and not _is_prob(prior)):
-        bad.append(f"prior={prior!r} (expected a number in [0, 1] with an open step, else null)")
+    if (open_step is None and prior is not None) or (open_step is not None and not in_range(prior)):
+        bad.append(f"prior={prior!r} (expected {one} with an open step, else null)")
     calls = state["calls"]
     if not isinstance(calls, list) or not all(_is_int(c, 0) for c in calls) or len(set(calls)) != len(calls):
         bad.append(f"calls={calls!r} (expected a list of distinct integers >= 0)")
     for key in ("posteriors", "accuracies"):
-        if not isinstance(state[key], list) or not all(_is_prob(v) for v in state[key]):
-            bad.append(f"{key}={state[key]!r} (expected a list of numbers in [0, 1])")
+        if not isinstance(state[key], list) or not all(in_range(v) for v in state[key]):
+            bad.append(f"{key}={state[key]!r} (expected a list of {many})")
     if not bad and len(state["posteriors"]) != len(state["accuracies"]):
         bad.append("posteriors and accuracies differ in length (they are committed together)")
     committed_min = len(state["posteriors"]) if isinstance(state["posteriors"], list) else 0
@@ -96,17 +121,21 @@ def read_state_file(path: str, step: int) -> dict:
     if not missing and not isinstance(state, dict):
         raise ValueError(f"has a 'state' that is not an object ({state!r:.60})")
     version = state.get("schema_version") if isinstance(state, dict) else None
-    if not missing and version != SCHEMA_VERSION:
+    if not missing and version not in READABLE_SCHEMAS:
         raise ValueError(
-            f"has anchor schema_version {version!r} but this verl-hadw reads version {SCHEMA_VERSION} "
-            "(written by another verl-hadw version?)"
+            f"has anchor schema_version {version!r} but this verl-hadw reads version "
+            f"{' or '.join(map(str, READABLE_SCHEMAS))} (written by another verl-hadw version?)"
         )
     if isinstance(state, dict):
         missing += sorted(f"state.{k}" for k in _STATE_FIELDS - state.keys())
+    if version != 1 and "options" not in saved:
+        missing.append("options")
     if missing:
         raise ValueError(f"lacks the key(s) {', '.join(missing)}")
     unknown = sorted(state.keys() - _STATE_FIELDS)
-    bad = _field_problems(state) + [f"unknown key state.{k}" for k in unknown]
+    bad = _field_problems(state, saved_units(saved)) + [f"unknown key state.{k}" for k in unknown]
+    if "options" in saved and not isinstance(saved["options"], dict):
+        bad.append(f"options={saved['options']!r:.60} (expected an object)")
     if not _is_int(saved["global_step"], 1) or not isinstance(saved["state_key"], str):
         bad.append(
             f"global_step={saved['global_step']!r}, state_key={saved['state_key']!r} (an integer >= 1, a string)"

@@ -19,12 +19,13 @@ import contextlib
 import logging
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from verl_hadw.anchor.checkpoint_dirs import resolve_resume_dir, step_of
+from verl_hadw.anchor.compatibility import options_of
 from verl_hadw.anchor.file_format import STATE_FILE, payload, read_state_file, write_state_file
 from verl_hadw.anchor.persistence import Persistence, continue_under
 from verl_hadw.errors import ALLOW_MISSING_STATE, RESUME_ELSEWHERE, MissingAnchorStateError
@@ -46,6 +47,7 @@ class LegacySnapshots(Persistence):
     resume_mode: str
     resume_from_path: str | None
     save_freq: int
+    options: dict = field(default_factory=dict, compare=False)  # the run's (compatibility.options_of)
 
     handles_resume = True
 
@@ -57,7 +59,7 @@ class LegacySnapshots(Persistence):
         """Write the anchor after step ``step``'s observation; drop snapshots of steps verl never saved."""
         if self.save_freq <= 0:  # verl never checkpoints
             return
-        snapshot = payload(step, key, state)
+        snapshot = payload(step, key, state, self.options)
         data_pt = os.path.join(self.local_dir, f"global_step_{step}", "data.pt")
         if os.path.exists(data_pt):  # an older run's checkpoint of this step that verl is about to overwrite
             snapshot["replaces_data_pt_mtime_ns"] = os.stat(data_pt).st_mtime_ns
@@ -102,7 +104,7 @@ class LegacySnapshots(Persistence):
         ]
         for path in candidates:
             if os.path.exists(path):
-                return continue_under(self._read(path, previous, folder), cfg, path)
+                return continue_under(self._read(path, previous, folder), cfg, self.options, path)
         message = (
             f"HA-DW anchor '{key}': the legacy trainer resumed at step {step} "
             + (f"from {folder}, but found no anchor snapshot for step {previous} "
@@ -155,4 +157,5 @@ def from_config(algorithm) -> LegacySnapshots | None:
         resume_mode=str(trainer.get("resume_mode", "auto")),
         resume_from_path=trainer.get("resume_from_path"),
         save_freq=int(trainer.get("save_freq", -1)),
+        options=options_of(algorithm),
     )

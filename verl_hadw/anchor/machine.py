@@ -15,9 +15,11 @@ from dataclasses import asdict, dataclass, field, replace
 from verl_hadw.errors import AnchorStepError
 from verl_hadw.options import AnchorConfig
 
-__all__ = ["AnchorState", "AnchorView", "AnchorStepError", "population_std"]
+__all__ = ["SCHEMA_VERSION", "READABLE_SCHEMAS", "AnchorState", "AnchorView", "AnchorStepError", "population_std"]
 
-SCHEMA_VERSION = 1
+# 2: anchor files also record the run's options (``anchor.compatibility``); the state's fields are those of 1.
+SCHEMA_VERSION = 2
+READABLE_SCHEMAS = (1, 2)
 # Freeze warning: the anchor stayed within FREEZE_ANCHOR_MOVE over its last m values (max - min, so an anchor
 # that merely returned to an old value does not count) while the batch accuracy moved more than
 # FREEZE_ACCURACY_MOVE away from it (mean of the last m y_t vs C_t⁺). A y_t - y_{t-m} test would miss slow
@@ -174,7 +176,7 @@ class AnchorState:
         """Rebuild a state; ``config`` (the run's current anchor config) overrides the saved one."""
         data = dict(data)
         version = data.pop("schema_version", None)
-        if version != SCHEMA_VERSION:
-            raise ValueError(f"unsupported anchor state schema_version {version!r} (expected {SCHEMA_VERSION})")
-        saved = AnchorConfig(**data.pop("config"))
-        return cls(config=config or saved, **data)
+        if version not in READABLE_SCHEMAS:
+            raise ValueError(f"unsupported anchor state schema_version {version!r} (readable: {READABLE_SCHEMAS})")
+        saved = data.pop("config")
+        return cls(config=config or AnchorConfig(**saved), **data)

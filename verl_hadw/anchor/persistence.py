@@ -17,10 +17,12 @@ from __future__ import annotations
 import dataclasses
 import logging
 
+from verl_hadw.anchor.compatibility import STATE_KEY, anchor_options, check_resume
+from verl_hadw.anchor.file_format import PAYLOAD_KEYS
 from verl_hadw.errors import FRESH_ANCHOR_WARNING, MissingAnchorStateError
-from verl_hadw.options import AnchorConfig, HadwConfig
+from verl_hadw.options import HadwConfig
 
-__all__ = ["Persistence", "config_changes", "continue_under"]
+__all__ = ["Persistence", "continue_under"]
 
 logger = logging.getLogger(__name__)
 
@@ -53,31 +55,28 @@ class Persistence:
         logger.warning(f"{message} {FRESH_ANCHOR_WARNING}")
 
 
-def config_changes(saved: dict, current: AnchorConfig) -> list[str]:
-    """``key: old -> new`` for every anchor option that differs between a saved state and this run."""
-    now = dataclasses.asdict(current)
-    return [f"{k}: {saved[k]!r} -> {now[k]!r}" for k in now if k in saved and saved[k] != now[k]]
+def continue_under(saved: dict, cfg: HadwConfig, options: dict, path: str) -> dict:
+    """The state of the checked payload ``saved`` (from ``path``), made to continue under this run's config
+    ``cfg`` and options ``options`` (``compatibility.options_of``).
 
-
-def continue_under(saved: dict, cfg: HadwConfig, path: str) -> dict:
-    """The state of the checked payload ``saved`` (from ``path``), made to continue under this run's config.
-
-    A resume whose anchor config differs from the saved one (e.g. ``eta`` raised after a freeze warning,
-    ``window`` changed) keeps the anchor's history and continues under this run's config, with a warning naming
-    each changed key (old -> new). The history (C⁺ and y_t of past steps) is data about the run, valid under any
-    config; the freeze warning itself tells users to change ``eta``/``eta_min``/``sigma_source``, so refusing
-    would block the advice. A smaller window trims the kept history to ``window + 1`` values (only those are
-    ever read); a larger one keeps what was saved and fills up as steps commit.
+    Both back-ends resume through here, so both apply the same rules (``compatibility``): an option that changes
+    the meaning of the saved anchor or the method being trained refuses the resume (``ResumeConflictError``);
+    any other change (e.g. ``eta`` raised after a freeze warning, ``window`` changed) keeps the anchor's
+    history and continues under this run's config, with one warning naming each changed key (old -> new); keys
+    this version does not know (a newer version's options or top-level keys) are ignored with that warning.
+    The history (C⁺ and y_t of past steps) is data about the run, valid under any tuning; the freeze warning
+    itself tells users to change ``eta``/``eta_min``/``sigma_source``, so refusing those would block the advice.
+    A smaller window trims the kept history to ``window + 1`` values (only those are ever read); a larger one
+    keeps what was saved and fills up as steps commit.
     """
-    if saved["state_key"] != cfg.state_key:
-        logger.warning(f"restoring anchor '{saved['state_key']}' as algorithm.hadw.state_key='{cfg.state_key}'")
-    state, current = dict(saved["state"]), cfg.anchor
-    changed = config_changes(state["config"], current)
-    if changed:
-        logger.warning(
-            f"{path} was saved under another algorithm.hadw.anchor config ({'; '.join(changed)}): the anchor "
-            "keeps its history and continues under this run's config"
-        )
+    state = dict(saved["state"])
+    recorded_all = state["schema_version"] != 1
+    if recorded_all:
+        recorded = dict(saved["options"])
+    else:  # schema 1 recorded the anchor options and the state key only
+        recorded = {**anchor_options(state["config"]), STATE_KEY: saved["state_key"]}
+    check_resume(recorded, recorded_all, options, path, sorted(saved.keys() - set(PAYLOAD_KEYS)))
+    current = cfg.anchor
     keep = current.window + 1  # what AnchorState keeps: m values for σ_t, one more for the freeze check
     state.update(
         config=dataclasses.asdict(current),

@@ -2,8 +2,9 @@
 
 Both stores have one interface: ``observe(step, call, correct, count) -> AnchorView``, ``state_dict()``,
 ``last_state()`` (the state after the last call, without a round trip) and ``recoveries``. The in-process store
-calls ``AnchorState`` directly; only the Ray store exchanges plain dicts (what crosses the process boundary), and
-both run the same ``AnchorState``, so their trajectories are identical.
+calls ``AnchorState`` directly; only the Ray store exchanges plain dicts (what crosses the process boundary),
+and both run the same ``AnchorState``, so their trajectories are identical. A store is built for each new
+client with exactly the client's restored state (None: fresh), whatever an earlier run left under the name.
 
 The Ray actor is created lazily by the process that computes advantages (verl's TaskRunner actor), with
 ``get_if_exists``, ``num_cpus=0`` and no ``detached`` lifetime (it dies with the job). Its name carries the Ray
@@ -13,12 +14,16 @@ imported only when an actor is needed.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import asdict
 
 from verl_hadw.anchor.machine import AnchorState, AnchorView
+from verl_hadw.errors import AnchorActorError
 from verl_hadw.options import AnchorConfig
 
 __all__ = ["AnchorService", "LocalStore", "RayStore", "actor_name", "make_store"]
+
+logger = logging.getLogger(__name__)
 
 
 def _state(config: AnchorConfig, state: dict | None) -> AnchorState:
@@ -51,6 +56,13 @@ class AnchorService:
         self.config = AnchorConfig(**config)
         self.state = _state(self.config, state)
 
+    def verl_hadw_reset(self, config: dict, state: dict | None) -> dict:
+        """Start over from exactly ``state`` under ``config`` (None: a fresh anchor); returns the state. The
+        name marks the actor as ours: another class under the anchor's name has no such method."""
+        self.config = AnchorConfig(**config)
+        self.state = _state(self.config, state)
+        return self.state.to_dict()
+
     def observe(self, step: int, call: int, correct: float, count: int) -> tuple[dict, dict]:
         """(view, state) after adding one call: the driver keeps the state as its mirror."""
         view = self.state.observe(step, call, correct, count)
@@ -59,9 +71,6 @@ class AnchorService:
     def state_dict(self) -> dict:
         return self.state.to_dict()
 
-    def load_state_dict(self, state: dict) -> None:
-        self.state = AnchorState.from_dict(state, self.config)
-
 
 def actor_name(key: str) -> str:
     import ray
@@ -69,35 +78,85 @@ def actor_name(key: str) -> str:
     return f"verl_hadw:anchor:{ray.get_runtime_context().get_job_id()}:{key}"
 
 
+def _ray_session() -> tuple[str, str] | None:
+    """(job id, node id) of this process's Ray connection, or None without one: both change when Ray is shut
+    down and started again (a new cluster may reuse the job id, never the node id)."""
+    import ray
+
+    if not ray.is_initialized():
+        return None
+    context = ray.get_runtime_context()
+    return context.get_job_id(), context.get_node_id()
+
+
 class RayStore:
-    """The anchor in a named Ray actor; recreated from ``mirror`` (the last state it returned) if it dies."""
+    """The anchor in a named Ray actor, with the driver's mirror of its last state.
+
+    Built for a new client, it sets the actor under its name to exactly the client's restored state (None: a
+    fresh anchor), so a fresh run never inherits an actor an earlier run of this process left behind. The
+    mirror makes every loss recoverable with an unchanged trajectory: an actor that died is rebuilt from it; if
+    Ray was restarted, the actor is rebuilt in the new session; if Ray was shut down, the anchor continues in
+    this process. Each counts one recovery. A name held by an actor that is not ours is an error naming it.
+    """
 
     def __init__(self, key: str, config: AnchorConfig, state: dict | None = None):
         self.key, self.config = key, config
         self.recoveries = 0
-        self.actor = self._create(state)
-        self.mirror = self._call("state_dict")
+        self.local: AnchorService | None = None  # the anchor in this process, once Ray was shut down under it
+        self.session = _ray_session()
+        self.name = actor_name(key)
+        self.actor, self.mirror = self._create(state)
 
     def _create(self, state: dict | None):
         import ray
 
         remote = ray.remote(num_cpus=0)(AnchorService)
-        actor = remote.options(name=actor_name(self.key), get_if_exists=True).remote(asdict(self.config), state)
-        if state is not None:  # an existing actor of this name keeps its state unless told otherwise
-            ray.get(actor.load_state_dict.remote(state))
-        return actor
+        actor = remote.options(name=self.name, get_if_exists=True).remote(asdict(self.config), state)
+        try:
+            reset = actor.verl_hadw_reset  # an existing actor of this name keeps its state unless told otherwise
+        except AttributeError:
+            raise AnchorActorError(
+                f"the Ray actor '{self.name}' (namespace {ray.get_runtime_context().namespace!r}) is not a "
+                f"verl-hadw anchor, but holds the name of algorithm.hadw.state_key={self.key!r}'s anchor: another "
+                "program created it. Give this experiment another algorithm.hadw.state_key, or end that actor "
+                f"(ray.kill(ray.get_actor({self.name!r})))."
+            ) from None
+        return actor, ray.get(reset.remote(asdict(self.config), state))
+
+    def _recover(self, why: str) -> None:
+        """Rebuild the anchor from the mirror, where this process can reach it now."""
+        import ray
+
+        self.recoveries += 1
+        logger.warning(f"HA-DW anchor actor '{self.name}' {why}: rebuilding it from the driver's mirror")
+        session = _ray_session()
+        if session is None:  # Ray is gone: the same state machine continues in this process
+            self.local = AnchorService(asdict(self.config), self.mirror)
+            return
+        if session == self.session:  # a crashed actor keeps its name until killed: free it
+            ray.kill(self.actor, no_restart=True)
+        self.session, self.name = session, actor_name(self.key)
+        self.actor, self.mirror = self._create(self.mirror)
 
     def _call(self, method: str, *args):
+        """``method`` of the anchor's ``AnchorService``: the actor's, or this process's once Ray is gone."""
         import ray
         from ray.exceptions import RayActorError
 
-        try:
-            return ray.get(getattr(self.actor, method).remote(*args))
-        except RayActorError:  # killed or its node lost: rebuild from the mirror and retry once
-            self.recoveries += 1
-            ray.kill(self.actor, no_restart=True)  # a crashed actor keeps its name until killed: free it
-            self.actor = self._create(self.mirror)
-            return ray.get(getattr(self.actor, method).remote(*args))
+        if self.local is None:
+            session = _ray_session()
+            if session is None:
+                self._recover("is out of reach: Ray was shut down")
+            elif session != self.session:
+                self._recover("belongs to a Ray session that has ended (Ray was restarted)")
+        if self.local is None:
+            try:
+                return ray.get(getattr(self.actor, method).remote(*args))
+            except RayActorError:  # killed or its node lost: rebuild from the mirror and retry once
+                self._recover("died")
+        if self.local is not None:
+            return getattr(self.local, method)(*args)
+        return ray.get(getattr(self.actor, method).remote(*args))
 
     def observe(self, step: int, call: int, correct: float, count: int) -> AnchorView:
         view, self.mirror = self._call("observe", step, call, correct, count)
