@@ -13,6 +13,16 @@ import torch
 from omegaconf import OmegaConf
 
 
+def verl_save(ckpt: str, step: int) -> None:
+    """What verl's legacy ``_save_checkpoint`` leaves on disk for step N: ``actor/``, ``data.pt``, the tracker."""
+    folder = os.path.join(ckpt, f"global_step_{step}")
+    os.makedirs(os.path.join(folder, "actor"), exist_ok=True)
+    with open(os.path.join(folder, "data.pt"), "wb") as f:
+        f.write(f"dataloader state {step}".encode())
+    with open(os.path.join(ckpt, "latest_checkpointed_iteration.txt"), "w") as f:
+        f.write(str(step))
+
+
 def batch(step: int):
     from verl import DataProto
 

@@ -17,6 +17,7 @@ import sys
 
 import numpy as np
 import torch
+from anchor_run import verl_save
 from omegaconf import OmegaConf
 
 PROMPTS, GROUP, LENGTH = 4, 4, 3
@@ -79,16 +80,6 @@ def config(case: dict, resume: bool):
             },
         }
     )
-
-
-def verl_save(ckpt: str, step: int) -> None:
-    """What verl leaves on disk after saving step N (the legacy back-end checks ``actor/`` and ``data.pt``)."""
-    folder = os.path.join(ckpt, f"global_step_{step}")
-    os.makedirs(os.path.join(folder, "actor"), exist_ok=True)
-    with open(os.path.join(folder, "data.pt"), "wb") as f:
-        f.write(f"dataloader state {step}".encode())
-    with open(os.path.join(ckpt, "latest_checkpointed_iteration.txt"), "w") as f:
-        f.write(str(step))
 
 
 def run(case: dict, first: int, last: int, save: bool) -> list[dict]:

@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 import pytest
-from anchor_run import batch
+from anchor_run import batch, verl_save
 from omegaconf import OmegaConf
 from verl.trainer.ppo.ray_trainer import compute_advantage
 from verl.utils.skip.skip_manager import SkipManager
@@ -43,16 +43,6 @@ def legacy_config(ckpt, use_v1=False, save_freq=2, resume_path=None, **hadw):
             },
         }
     )
-
-
-def verl_save(ckpt, step):
-    """What verl's legacy ``_save_checkpoint`` leaves on disk for step N (after the estimator ran)."""
-    folder = os.path.join(ckpt, f"global_step_{step}")
-    os.makedirs(os.path.join(folder, "actor"), exist_ok=True)
-    with open(os.path.join(folder, "data.pt"), "wb") as f:
-        f.write(f"dataloader state {step}".encode())
-    with open(os.path.join(ckpt, "latest_checkpointed_iteration.txt"), "w") as f:
-        f.write(str(step))
 
 
 def train(cfg, first, last):
