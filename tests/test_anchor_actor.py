@@ -9,7 +9,7 @@ import sys
 
 import pytest
 import ray
-from anchor_run import batch, config, run
+from anchor_run import batch, config, kill_actor, run
 from omegaconf import OmegaConf
 from verl.trainer.ppo.ray_trainer import compute_advantage
 from verl.utils.skip.skip_manager import SkipManager
@@ -51,7 +51,7 @@ def drive(key, steps, kill_at=None, **anchor):
     for t, calls in enumerate(steps, start=1):
         for call, (k, n) in enumerate(calls):
             if kill_at == (t, call):
-                ray.kill(ray.get_actor(actor_name(key)))
+                kill_actor(actor_name(key))
             view = client.observe(k, n, trainer_step=t)
             rows.append((view.step, view.prior, view.posterior, view.batch_acc, view.eta_t, view.sigma_t))
     return rows, client
@@ -107,7 +107,7 @@ def test_recoveries_reach_the_step_metrics(ray_cluster):
     cfg = OmegaConf.create({"adv_estimator": "hadw", "hadw": {"state_key": "metric-kill"}})
     SkipManager.set_step(1)
     compute_advantage(batch(1), "hadw", config=cfg)
-    ray.kill(ray.get_actor(actor_name("metric-kill")))
+    kill_actor(actor_name("metric-kill"))
     SkipManager.set_step(2)
     compute_advantage(batch(2), "hadw", config=cfg)
     assert metrics.pop(1)["hadw/actor_recoveries"] == 0 and metrics.pop(2)["hadw/actor_recoveries"] == 1

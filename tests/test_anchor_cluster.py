@@ -24,7 +24,7 @@ from ray.cluster_utils import Cluster
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)  # script mode: anchor_run, helpers
 
-from anchor_run import batch, config  # noqa: E402
+from anchor_run import batch, config, wait_until_gone  # noqa: E402
 from helpers import algo, make_inputs  # noqa: E402
 
 from verl_hadw import metrics  # noqa: E402
@@ -81,17 +81,6 @@ def worker_node(cluster):
 
 def node_of(actor) -> str:
     return ray.get(actor.__ray_call__.remote(lambda self: ray.get_runtime_context().get_node_id()), timeout=TIMEOUT)
-
-
-def wait_until_gone(name: str) -> None:
-    deadline = time.monotonic() + TIMEOUT
-    while time.monotonic() < deadline:
-        try:
-            ray.get_actor(name)
-        except ValueError:
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"actor {name} is still registered {TIMEOUT} s after its owner died")
 
 
 def call_inputs(step: int, call: int):

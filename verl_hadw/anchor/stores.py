@@ -15,6 +15,7 @@ imported only when an actor is needed.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import asdict
 
 from verl_hadw.anchor.machine import AnchorState, AnchorView
@@ -135,8 +136,22 @@ class RayStore:
             return
         if session == self.session:  # a crashed actor keeps its name until killed: free it
             ray.kill(self.actor, no_restart=True)
+            self._wait_for_name_release()
         self.session, self.name = session, actor_name(self.key)
         self.actor, self.mirror = self._create(self.mirror)
+
+    def _wait_for_name_release(self, timeout: float = 60.0) -> None:
+        """``ray.kill`` returns before the actor is gone; until then ``get_if_exists`` hands the dying actor back."""
+        import ray
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                ray.get_actor(self.name)
+            except ValueError:
+                return
+            time.sleep(0.1)
+        raise AnchorActorError(f"the Ray actor '{self.name}' was killed but still holds its name after {timeout:.0f} s")
 
     def _call(self, method: str, *args):
         """``method`` of the anchor's ``AnchorService``: the actor's, or this process's once Ray is gone."""
