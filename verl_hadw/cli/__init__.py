@@ -1,7 +1,7 @@
 """``verl-hadw``: one small module per subcommand; each imports its heavy dependencies only when run.
 
 ``doctor`` (is the plugin wired into verl?), ``demo`` (synthetic batches through verl's compute_advantage),
-``theory`` and ``simulate`` (research extra), ``configs``, ``data`` and ``results`` (repro extra).
+``theory``, ``simulate`` and ``study`` (research extra), ``configs``, ``data`` and ``results`` (repro extra).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ SUBCOMMANDS = {
     "demo": ("demo", None),
     "theory": ("theory", "research"),
     "simulate": ("simulate", "research"),
+    "study": ("study", "research"),
     "configs": ("configs", "repro"),
     "data": ("data", "repro"),
     "results": ("results", "repro"),
