@@ -24,6 +24,7 @@ def add_subcommand(sub) -> None:
     p.add_argument("--test-freq", type=int, default=d.test_freq, help="validate every k steps (and before step 1)")
     p.add_argument("--val-prompts", type=int, default=d.val_prompts, help="held-out prompts, a quarter per tier")
     p.add_argument("--val-n", type=int, default=d.val_n, help="sampled answers per held-out prompt")
+    p.add_argument("--workers", type=int, default=2, help="runs at a time (each uses about one core)")
     p.add_argument("--quick", action="store_true", help="hadw and grpo_lr_phi, 1 seed, 2 steps: checks the pipeline")
     p.add_argument("--copy-to", default=None, help="also copy val_accuracy.csv, train.csv, summary.md, curves.png here")
     p.add_argument("overrides", nargs="*", help="Hydra overrides for every run")
@@ -43,7 +44,7 @@ def study(args: argparse.Namespace) -> int:
     start = time.time()
     print(f"verl-hadw study: {plan.ordered_methods()} x seeds {plan.seeds}, {plan.steps} steps, validation every "
           f"{plan.test_freq} -> {plan.out}", flush=True)
-    paths = run_study(plan, log=lambda msg: print(f"[{time.time() - start:6.0f} s] {msg}", flush=True))
+    paths = run_study(plan, workers=args.workers, log=lambda msg: print(f"[{time.time() - start:6.0f} s] {msg}", flush=True))
     print((plan.out / "summary.md").read_text())
     for path in paths:
         if args.copy_to:

@@ -44,6 +44,7 @@ METHODS = {  # name -> Hydra overrides on configs/cpu/demo.yaml (grpo_lr_phi's l
 }
 BASELINE = "grpo"
 PHI_METRIC = "hadw/phi_mean"
+ATTEMPTS = 3  # per run, for start-up failures
 ALL = "all"  # the tier column's value for the mean over the four tiers
 
 
@@ -144,10 +145,14 @@ def run_one(plan: StudyPlan, method: str, seed: int, log=print) -> bool:
         (run_dir / "phi.json").write_text(json.dumps({"demo_lr": lr, "phi": phi, "lr": lr * phi}))
     (run_dir / "overrides.json").write_text(json.dumps(overrides, indent=1))
     start = time.time()
-    code, output = run(str(plan.assets), overrides, on_line=None, test_rows=plan.val_prompts)
-    (run_dir / "main_ppo.log").write_text(output)
-    if code != 0:
-        raise RuntimeError(f"study run {method} seed {seed} failed (exit {code}); log: {run_dir / 'main_ppo.log'}")
+    for attempt in range(1, ATTEMPTS + 1):  # Ray gives its node 30 s to start: a loaded machine can miss that
+        code, output = run(str(plan.assets), overrides, on_line=None, test_rows=plan.val_prompts)
+        (run_dir / "main_ppo.log").write_text(output)
+        if code == 0:
+            break
+        log(f"study: {method} seed {seed} failed (exit {code}, attempt {attempt}/{ATTEMPTS}); log: {run_dir}")
+    else:
+        raise RuntimeError(f"study run {method} seed {seed} failed {ATTEMPTS} times; log: {run_dir / 'main_ppo.log'}")
     steps = {step: stable_metrics(values) for step, values in parse_steps(output).items()}
     (run_dir / "metrics.json").write_text(json.dumps(steps))
     (run_dir / "DONE").write_text(f"{time.time() - start:.0f} s\n")
@@ -155,11 +160,23 @@ def run_one(plan: StudyPlan, method: str, seed: int, log=print) -> bool:
     return True
 
 
-def run_study(plan: StudyPlan, log=print) -> list[Path]:
-    """Run every missing (method, seed) of the plan in order, then write the outputs."""
-    for method in plan.ordered_methods():
-        for seed in plan.seeds:
-            run_one(plan, method, seed, log=log)
+def run_study(plan: StudyPlan, log=print, workers: int = 1) -> list[Path]:
+    """Run every missing (method, seed) of the plan, ``workers`` at a time, then write the outputs.
+
+    A run pins torch to one thread (``verl_hadw.cpu.platform``), so two at a time use two cores. ``grpo_lr_phi``
+    waits for every ``hadw`` run: its learning rate is their mean Φ times the demo's.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from verl_hadw.toy.launch import ensure_assets
+
+    ensure_assets(str(plan.assets), plan.val_prompts)  # once, before runs start in parallel
+    phases = [[m for m in plan.ordered_methods() if m != "grpo_lr_phi"], ["grpo_lr_phi"]]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for methods in phases:
+            jobs = [(m, s) for s in plan.seeds for m in methods if m in plan.methods]
+            for future in [pool.submit(run_one, plan, m, s, log) for m, s in jobs]:
+                future.result()
     return write_outputs(plan)
 
 

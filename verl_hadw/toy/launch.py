@@ -141,8 +141,9 @@ def summarise_run(steps: dict[int, dict[str, float]], png: str) -> None:
     """Print the first-5 / last-5 mean reward and write the run's PNG."""
     from verl_hadw.toy.plot import plot_run, rise
 
-    first, last = rise(steps)
-    print(f"mean reward: steps 1-5 {first:.3f}, last 5 steps {last:.3f} (rise {last - first:+.3f})")
+    if len(steps) >= 10:  # two separate 5-step windows
+        first, last = rise(steps)
+        print(f"mean reward: steps 1-5 {first:.3f}, last 5 steps {last:.3f} (rise {last - first:+.3f})")
     print(f"plot: {plot_run(steps, png)}")
 
 
