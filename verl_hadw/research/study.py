@@ -44,7 +44,7 @@ METHODS = {  # name -> Hydra overrides on configs/cpu/demo.yaml (grpo_lr_phi's l
 }
 BASELINE = "grpo"
 PHI_METRIC = "hadw/phi_mean"
-ATTEMPTS = 3  # per run, for start-up failures
+ATTEMPTS = 4  # per run, for start-up failures (Ray's 30 s node start-up limit on a loaded machine)
 ALL = "all"  # the tier column's value for the mean over the four tiers
 
 
@@ -151,6 +151,7 @@ def run_one(plan: StudyPlan, method: str, seed: int, log=print) -> bool:
         if code == 0:
             break
         log(f"study: {method} seed {seed} failed (exit {code}, attempt {attempt}/{ATTEMPTS}); log: {run_dir}")
+        time.sleep(30 * attempt)
     else:
         raise RuntimeError(f"study run {method} seed {seed} failed {ATTEMPTS} times; log: {run_dir / 'main_ppo.log'}")
     steps = {step: stable_metrics(values) for step, values in parse_steps(output).items()}
