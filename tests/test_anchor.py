@@ -130,15 +130,16 @@ def final_anchor(cfg, ys):
 def test_literal_eq10_freezes_with_small_eta_and_the_default_tracks():
     # The measured pitfall: y rising 0.30 -> 0.95 over 150 steps, m = 10.
     ys = ramp()
-    assert 0.29 < final_anchor(AnchorConfig(eta=0.1), ys) < 0.32
-    assert 0.29 < final_anchor(AnchorConfig(eta=1.0), ys) < 0.32
+    literal = {"eta_min": 0.0}  # the literal Eq. 11 switch; the default floor is tested in test_anchor_freeze.py
+    assert 0.29 < final_anchor(AnchorConfig(eta=0.1, **literal), ys) < 0.32
+    assert 0.29 < final_anchor(AnchorConfig(eta=1.0, **literal), ys) < 0.32
     assert final_anchor(AnchorConfig(eta=5.0), ys) > 0.85
     assert final_anchor(AnchorConfig(), ys) > 0.9  # the default η = 16
     assert final_anchor(AnchorConfig(eta=1.0, sigma_source="accuracy"), ys) > 0.6
 
 
 def test_frozen_anchor_warns_once_and_the_flag_is_part_of_the_state():
-    cfg = parse_hadw({"hadw": {"state_key": "frozen", "anchor": {"eta": 0.1}}})
+    cfg = parse_hadw({"hadw": {"state_key": "frozen", "anchor": {"eta": 0.1, "eta_min": 0.0}}})
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for y in ramp():

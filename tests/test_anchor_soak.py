@@ -118,9 +118,11 @@ def rss_mb(pid=None) -> float:
 
 
 ANCHORS = {
-    # the shipped default: η = 16, m = 10, σ of the anchor's own posteriors (Eq. 10 literally); it freezes
-    # at a drift extreme (σ_t decays towards 0), which the soak must reproduce value for value too
-    "default": {"eta": 16.0, "window": 10},
+    # the shipped default: η = 16, m = 10, σ of the anchor's own posteriors (Eq. 10), η_t floored at 0.05
+    "default": {"eta": 16.0, "window": 10, "eta_min": 0.05},
+    # the literal Eq. 11 switch: it freezes at a drift extreme (σ_t decays towards 0), which the soak must
+    # reproduce value for value too
+    "literal": {"eta": 16.0, "window": 10, "eta_min": 0.0},
     "accuracy-sigma": {"eta": 4.0, "window": 5, "sigma_source": "accuracy", "eta_min": 0.01, "init": 0.5},
 }
 
@@ -162,7 +164,6 @@ def local_ray():
     ray.shutdown()
 
 
-@pytest.mark.filterwarnings("ignore:HA-DW anchor 'soak/actor' is frozen")  # the default anchor freezes (see ANCHORS)
 def test_actor_soak_matches_the_reference_and_memory_stays_flat(local_ray):
     key = "soak/actor"
     cfg = parse_hadw({"hadw": {"state_key": key, "anchor": ANCHORS["default"]}})

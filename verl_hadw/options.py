@@ -57,7 +57,10 @@ class AnchorConfig:
     sigma_source: str = option("anchor", "anchor: Eq. 10 literally | accuracy: σ of the last m batch accuracies",
                                kind="choice", choices=("anchor", "accuracy"))
     sigma_warmup: float = option(1.0, "σ_t while fewer than 2 past values exist (paper silent)", kind="number", lo=0.0)
-    eta_min: float = option(0.0, "floor of η_t; η_t = clamp(η·σ_t, eta_min, 1)", kind="number", lo=0.0, hi=1.0)
+    # Literal Eq. 10-11 (eta_min: 0) can freeze for good: equal first accuracies give σ_t = 0, so η_t = 0 forever.
+    # The floor keeps C_t following y_t (benchmarks/anchor_freeze.py, README "Choices where the papers are silent").
+    eta_min: float = option(0.05, "floor of η_t = clamp(η·σ_t, eta_min, 1); 0 = literal Eq. 11, which can freeze",
+                            kind="number", lo=0.0, hi=1.0)
     init: Any = option("first_batch", "C⁻ of step 1: the first call's accuracy, or a number in [0, 1]", kind="init")
     include_current: bool = option(False, "moving_average: include y_t in the anchor (the authors' released code)",
                                    kind="flag")
