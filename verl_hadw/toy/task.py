@@ -12,7 +12,7 @@ random policy is right with probability about k / 48):
 Rows cycle through the tiers, so a split holds them in equal shares and the mean reward starts near 0.22.
 Answering vowels whatever the prompt already earns 0.5, which a 60k-parameter model finds in a few dozen
 GRPO steps; more than 0.5 takes reading the prompt. Each tier is its own verl ``data_source``
-(``toy_<tier>``), so verl's validation logs one ``val-core/toy_<tier>/reward/mean@N`` per tier. This file
+(``toy_<tier>``), so verl's validation logs one ``val-core/toy_<tier>/acc/mean@N`` per tier. This file
 must stay dependency-free: verl loads ``compute_score`` by file path.
 """
 
