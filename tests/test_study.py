@@ -87,3 +87,19 @@ def test_quick_study_through_main_ppo(tmp_path):
     done = {m: (plan.run_dir(m, 1) / "DONE").stat().st_mtime for m in ("hadw", "grpo_lr_phi")}
     assert main(["study", "--quick", "--out", str(out)]) == 0  # resumed: nothing left to run
     assert {m: (plan.run_dir(m, 1) / "DONE").stat().st_mtime for m in done} == done
+
+
+def test_toy_rows_hold_the_tiers_in_equal_shares_one_data_source_each():
+    from verl_hadw.toy.task import compute_score, data_source, make_rows
+
+    rows = make_rows(32, seed=1, split="test")
+    assert [r["extra_info"]["tier"] for r in rows[:4]] == list(TIERS)
+    for tier in TIERS:
+        mine = [r for r in rows if r["extra_info"]["tier"] == tier]
+        assert len(mine) == 8 and {r["data_source"] for r in mine} == {data_source(tier)}
+    sizes = {tier: {r["extra_info"]["set_size"] for r in rows if r["extra_info"]["tier"] == tier} for tier in TIERS}
+    assert sizes["easy"] == {26} and sizes["medium"] == {10} and sizes["hard"] == {5} and sizes["hardest"] <= {2, 3}
+    hardest = next(r for r in rows if r["extra_info"]["tier"] == "hardest")
+    allowed = hardest["reward_model"]["ground_truth"]
+    assert compute_score("x", f" {allowed[0]}<|im_end|>", allowed) == 1.0
+    assert compute_score("x", "a", allowed) == 0.0 and compute_score("x", "  ", allowed) == 0.0
