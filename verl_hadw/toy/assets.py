@@ -19,7 +19,7 @@ CHAT_TEMPLATE = (
 )
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 CHARS = list(string.digits + string.ascii_lowercase + " #-\n.,:?!")
-VERSION = 2  # of the task's rows (2: four balanced tiers); launch.ensure_assets rebuilds older asset folders
+VERSION = 3  # of the task's rows (2: four balanced tiers; 3: test prompts numbered after the training ones); launch.ensure_assets rebuilds older asset folders
 
 
 def _byte_symbol(char: str) -> str:
@@ -92,9 +92,9 @@ def build(out_dir: str, seed: int = 0, train_rows: int = 256, test_rows: int = 3
     model.save_pretrained(model_dir)
     tokenizer.save_pretrained(model_dir)
     paths = {"model": model_dir}
-    for split, n, split_seed in (("train", train_rows, seed), ("test", test_rows, seed + 1)):
+    for split, n, split_seed, first in (("train", train_rows, seed, 0), ("test", test_rows, seed + 1, train_rows)):
         paths[split] = os.path.join(data_dir, f"{split}.parquet")
-        pd.DataFrame(make_rows(n, split_seed, split)).to_parquet(paths[split])
+        pd.DataFrame(make_rows(n, split_seed, split, first)).to_parquet(paths[split])
     paths["reward"] = os.path.join(out_dir, "task.py")  # verl loads compute_score from this file
     shutil.copyfile(os.path.join(os.path.dirname(__file__), "task.py"), paths["reward"])
     with open(os.path.join(out_dir, "assets.json"), "w") as f:

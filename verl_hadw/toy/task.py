@@ -29,11 +29,15 @@ def data_source(tier: str) -> str:
     return f"toy_{tier}"
 
 
-def make_rows(n: int, seed: int, split: str) -> list[dict]:
-    """``n`` verl dataset rows cycling through the tiers (the ``hardest`` ranges drawn with ``seed``)."""
+def make_rows(n: int, seed: int, split: str, first: int = 0) -> list[dict]:
+    """``n`` verl dataset rows cycling through the tiers (the ``hardest`` ranges drawn with ``seed``).
+
+    Prompts are numbered from ``first`` (``#first``, ...): a held-out split starting after the training rows
+    shares no prompt text with them.
+    """
     rng = random.Random(seed)
     rows = []
-    for i in range(n):
+    for i in range(first, first + n):
         tier = TIERS[i % len(TIERS)]
         if tier == "hardest":
             size = rng.randint(2, 3)
