@@ -53,8 +53,8 @@ class StudyPlan:
     out: Path = Path("runs/study")
     methods: list[str] = field(default_factory=lambda: list(METHODS))
     seeds: list[int] = field(default_factory=lambda: [1, 2, 3, 4, 5])
-    steps: int = 20  # the demo's reward rises from ~0.22 to ~0.4 by step 20 (0.6-0.7 by 30): learning, not done
-    test_freq: int = 4
+    steps: int = 30  # the demo's run: the hadw runs' training steps are the demo's (validation does not alter them)
+    test_freq: int = 5
     val_prompts: int = 32  # held-out prompts, a quarter per tier
     val_n: int = 4  # sampled answers per held-out prompt (temperature 1)
     extra: list[str] = field(default_factory=list)  # Hydra overrides for every run
