@@ -22,7 +22,9 @@ from __future__ import annotations
 import csv
 import json
 import math
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,7 +46,33 @@ METHODS = {  # name -> Hydra overrides on configs/cpu/demo.yaml (grpo_lr_phi's l
 }
 BASELINE = "grpo"
 PHI_METRIC = "hadw/phi_mean"
-ATTEMPTS = 4  # per run, for start-up failures (Ray's 30 s node start-up limit on a loaded machine)
+ATTEMPTS = 8  # per run, for Ray start-up failures (Ray gives its node 30 s: a loaded machine can miss that)
+RAY_STARTED = "Started a local Ray instance"  # ray.init's log line once the node is up
+
+
+class _StartGate:
+    """Lets one run at a time start its Ray node: several starting at once on a loaded machine time out."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+
+    @contextmanager
+    def passage(self):
+        self.lock.acquire()
+        held = [True]
+
+        def release():
+            if held[0]:
+                held[0] = False
+                self.lock.release()
+
+        try:
+            yield release
+        finally:
+            release()
+
+
+_START_GATE = _StartGate()
 ALL = "all"  # the tier column's value for the mean over the four tiers
 
 
@@ -145,15 +173,19 @@ def run_one(plan: StudyPlan, method: str, seed: int, log=print) -> bool:
         (run_dir / "phi.json").write_text(json.dumps({"demo_lr": lr, "phi": phi, "lr": lr * phi}))
     (run_dir / "overrides.json").write_text(json.dumps(overrides, indent=1))
     start = time.time()
-    for attempt in range(1, ATTEMPTS + 1):  # Ray gives its node 30 s to start: a loaded machine can miss that
-        code, output = run(str(plan.assets), overrides, on_line=None, test_rows=plan.val_prompts)
+    for attempt in range(1, ATTEMPTS + 1):
+        with _START_GATE.passage() as started:  # one run at a time through Ray's start-up
+            code, output = run(str(plan.assets), overrides, test_rows=plan.val_prompts,
+                               on_line=lambda line: started() if RAY_STARTED in line else None)
         (run_dir / "main_ppo.log").write_text(output)
         if code == 0:
             break
-        log(f"study: {method} seed {seed} failed (exit {code}, attempt {attempt}/{ATTEMPTS}); log: {run_dir}")
-        time.sleep(30 * attempt)
+        if RAY_STARTED in output and "timed out during startup" not in output:
+            raise RuntimeError(f"study run {method} seed {seed} failed (exit {code}); log: {run_dir / 'main_ppo.log'}")
+        log(f"study: {method} seed {seed}: Ray did not start (attempt {attempt}/{ATTEMPTS}); retrying")
+        time.sleep(10 * attempt)
     else:
-        raise RuntimeError(f"study run {method} seed {seed} failed {ATTEMPTS} times; log: {run_dir / 'main_ppo.log'}")
+        raise RuntimeError(f"study run {method} seed {seed}: Ray failed to start {ATTEMPTS} times; {run_dir}")
     steps = {step: stable_metrics(values) for step, values in parse_steps(output).items()}
     (run_dir / "metrics.json").write_text(json.dumps(steps))
     (run_dir / "DONE").write_text(f"{time.time() - start:.0f} s\n")
