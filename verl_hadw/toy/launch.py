@@ -38,6 +38,9 @@ def environment(assets: str) -> dict:
         RAY_DEDUP_LOGS="0",
         PYTHONUNBUFFERED="1",
     )
+    # Ray otherwise pre-starts one idle Python worker per logical CPU (16 here): seconds of start-up each
+    env.setdefault("RAY_prestart_worker_first_driver", "0")
+    env.setdefault("RAY_num_prestart_python_workers", "0")
     return env
 
 
