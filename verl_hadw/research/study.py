@@ -196,15 +196,16 @@ def run_one(plan: StudyPlan, method: str, seed: int, log=print) -> bool:
 def run_study(plan: StudyPlan, log=print, workers: int = 1) -> list[Path]:
     """Run every missing (method, seed) of the plan, ``workers`` at a time, then write the outputs.
 
-    A run pins torch to one thread (``verl_hadw.cpu.platform``), so two at a time use two cores. ``grpo_lr_phi``
-    waits for every ``hadw`` run: its learning rate is their mean Φ times the demo's.
+    A run pins torch to one thread (``verl_hadw.cpu.platform``), so two at a time use two cores. Every ``hadw``
+    run goes first: ``grpo_lr_phi``'s learning rate is their mean Φ times the demo's.
     """
     from concurrent.futures import ThreadPoolExecutor
 
     from verl_hadw.toy.launch import ensure_assets
 
     ensure_assets(str(plan.assets), plan.val_prompts)  # once, before runs start in parallel
-    phases = [[m for m in plan.ordered_methods() if m != "grpo_lr_phi"], ["grpo_lr_phi"]]
+    # hadw first (grpo_lr_phi needs its Φ), then seed by seed, so a study cut short holds paired seeds
+    phases = [["hadw"], [m for m in ("grpo", "grpo_lr_phi", "dgpo", "hadw_dgpo") if m in plan.methods]]
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for methods in phases:
             jobs = [(m, s) for s in plan.seeds for m in methods if m in plan.methods]
