@@ -6,10 +6,10 @@ from pathlib import Path
 
 from verl_hadw.plotting import pyplot, save_figure
 
-SERIES = [  # (verl metric, label)
-    ("critic/score/mean", "reward (mean over the step's responses)"),
-    ("hadw/anchor_prior", "anchor C⁻ (prior, Eq. 8)"),
-    ("hadw/batch_acc", "batch accuracy y_t (Eq. 7)"),
+SERIES = [  # (verl metric, label, line style)
+    ("critic/score/mean", "reward (mean over the step's responses)", dict(lw=5, alpha=0.35)),
+    ("hadw/anchor_prior", "anchor C⁻ (prior, Eq. 8)", dict(ls="--", marker=".")),
+    ("hadw/batch_acc", "batch accuracy y_t (Eq. 7; = the reward for a 0/1 reward)", dict(ls=":", marker="x", ms=4)),
 ]
 
 
@@ -25,11 +25,10 @@ def plot_run(steps: dict[int, dict[str, float]], path, title: str = "CPU demo") 
     """One line per ``SERIES`` metric the run logged (C⁻ and y_t only exist for hadw runs)."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
-    for i, (metric, label) in enumerate(SERIES):
+    for metric, label, style in SERIES:
         xs = [s for s in sorted(steps) if s > 0 and metric in steps[s]]
         if xs:
-            ax.plot(xs, [steps[s][metric] for s in xs], marker="o" if i == 0 else None, ms=3, label=label,
-                    ls="-" if i == 0 else "--")
+            ax.plot(xs, [steps[s][metric] for s in xs], label=label, **style)
     ax.set_xlabel("training step")
     ax.set_ylim(0, 1)
     ax.set_title(title)
