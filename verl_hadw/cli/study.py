@@ -44,7 +44,8 @@ def study(args: argparse.Namespace) -> int:
     start = time.time()
     print(f"verl-hadw study: {plan.ordered_methods()} x seeds {plan.seeds}, {plan.steps} steps, validation every "
           f"{plan.test_freq} -> {plan.out}", flush=True)
-    paths = run_study(plan, workers=args.workers, log=lambda msg: print(f"[{time.time() - start:6.0f} s] {msg}", flush=True))
+    paths = run_study(plan, workers=args.workers,
+                      log=lambda msg: print(f"[{time.time() - start:6.0f} s] {msg}", flush=True))
     print((plan.out / "summary.md").read_text())
     for path in paths:
         if args.copy_to:

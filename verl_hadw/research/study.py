@@ -246,7 +246,8 @@ def val_table(plan: StudyPlan, runs) -> list[dict]:
 
 def train_table(runs) -> list[dict]:
     return [
-        dict(method=method, seed=seed, step=step, reward=values.get("critic/score/mean"), phi_mean=values.get(PHI_METRIC))
+        dict(method=method, seed=seed, step=step, reward=values.get("critic/score/mean"),
+             phi_mean=values.get(PHI_METRIC))
         for (method, seed), steps in runs.items()
         for step, values in sorted(steps.items())
         if step > 0 and "critic/score/mean" in values

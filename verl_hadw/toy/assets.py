@@ -1,7 +1,8 @@
 """Build the CPU demo's assets locally: tokenizer, tiny random model and verl parquet (about 1 MB, seconds).
 
 ``python -m verl_hadw.toy.assets OUT_DIR`` writes ``OUT_DIR/model`` (a ``save_pretrained`` Qwen2 causal LM
-with its tokenizer) and ``OUT_DIR/data/{train,test}.parquet`` and ``OUT_DIR/task.py`` (the reward function verl loads by path).
+with its tokenizer), ``OUT_DIR/data/{train,test}.parquet`` and ``OUT_DIR/task.py`` (the reward function verl
+loads by path).
 Deterministic for a seed; nothing is downloaded.
 """
 
@@ -19,7 +20,9 @@ CHAT_TEMPLATE = (
 )
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 CHARS = list(string.digits + string.ascii_lowercase + " #-\n.,:?!")
-VERSION = 3  # of the task's rows (2: four balanced tiers; 3: test prompts numbered after the training ones); launch.ensure_assets rebuilds older asset folders
+# the task rows' version (2: four balanced tiers; 3: test prompts numbered after the training ones);
+# launch.ensure_assets rebuilds asset folders of another version
+VERSION = 3
 
 
 def _byte_symbol(char: str) -> str:
