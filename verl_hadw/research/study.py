@@ -204,11 +204,12 @@ def run_study(plan: StudyPlan, log=print, workers: int = 1) -> list[Path]:
     from verl_hadw.toy.launch import ensure_assets
 
     ensure_assets(str(plan.assets), plan.val_prompts)  # once, before runs start in parallel
-    # hadw first (grpo_lr_phi needs its Φ), then seed by seed, so a study cut short holds paired seeds
-    phases = [["hadw"], [m for m in ("grpo", "grpo_lr_phi", "dgpo", "hadw_dgpo") if m in plan.methods]]
+    # hadw first (grpo_lr_phi needs its Φ), then method by method in the order of the main questions (HA-DW vs
+    # GRPO, vs GRPO at its step size, DGPO), so a study cut short still answers the first ones over every seed
+    phases = [["hadw"], ["grpo", "grpo_lr_phi", "dgpo", "hadw_dgpo"]]
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for methods in phases:
-            jobs = [(m, s) for s in plan.seeds for m in methods if m in plan.methods]
+            jobs = [(m, s) for m in methods for s in plan.seeds if m in plan.methods]
             for future in [pool.submit(run_one, plan, m, s, log) for m, s in jobs]:
                 future.result()
     return write_outputs(plan)
