@@ -103,3 +103,28 @@ def test_toy_rows_hold_the_tiers_in_equal_shares_one_data_source_each():
     allowed = hardest["reward_model"]["ground_truth"]
     assert compute_score("x", f" {allowed[0]}<|im_end|>", allowed) == 1.0
     assert compute_score("x", "a", allowed) == 0.0 and compute_score("x", "  ", allowed) == 0.0
+
+
+def test_runs_start_hadw_first_and_grpo_lr_phi_waits_for_every_hadw_run(tmp_path, monkeypatch):
+    import threading
+    import time
+
+    plan = study.StudyPlan(out=tmp_path, seeds=[1, 2, 3], steps=2, test_freq=1)
+    started, finished, lock = [], set(), threading.Lock()
+
+    def fake_run_one(plan_, method, seed, log=print):  # stands in for main_ppo: a made-up finished run
+        with lock:
+            started.append((method, seed))
+            if method == "grpo_lr_phi":
+                assert {("hadw", s) for s in plan.seeds} <= finished
+        time.sleep(0.05 if method == "hadw" else 0.01)
+        fake_run(plan, method, seed, lambda s, t: 0.5, phi=1.25 if method == "hadw" else None)
+        with lock:
+            finished.add((method, seed))
+        return True
+
+    monkeypatch.setattr(study, "run_one", fake_run_one)
+    study.run_study(plan, workers=3, log=lambda msg: None)
+    assert started[:3] == [("hadw", 1), ("hadw", 2), ("hadw", 3)]
+    assert [m for m, _ in started].count("grpo_lr_phi") == 3 and len(started) == 15
+    assert (tmp_path / "curves.png").exists()

@@ -196,22 +196,29 @@ def run_one(plan: StudyPlan, method: str, seed: int, log=print) -> bool:
 def run_study(plan: StudyPlan, log=print, workers: int = 1) -> list[Path]:
     """Run every missing (method, seed) of the plan, ``workers`` at a time, then write the outputs.
 
-    A run pins torch to one thread (``verl_hadw.cpu.platform``), so two at a time use two cores. Every ``hadw``
-    run goes first: ``grpo_lr_phi``'s learning rate is their mean Φ times the demo's.
+    A run pins torch to one thread (``verl_hadw.cpu.platform``), so two at a time use two cores. A
+    ``grpo_lr_phi`` run waits for every ``hadw`` run: its learning rate is their mean Φ times the demo's.
     """
     from concurrent.futures import ThreadPoolExecutor
 
     from verl_hadw.toy.launch import ensure_assets
 
     ensure_assets(str(plan.assets), plan.val_prompts)  # once, before runs start in parallel
-    # hadw first (grpo_lr_phi needs its Φ), then method by method in the order of the main questions (HA-DW vs
-    # GRPO, vs GRPO at its step size, DGPO), so a study cut short still answers the first ones over every seed
-    phases = [["hadw"], ["grpo", "grpo_lr_phi", "dgpo", "hadw_dgpo"]]
+    # hadw first, then method by method in the order of the main questions (HA-DW vs GRPO, vs GRPO at HA-DW's
+    # step size, DGPO), so a study cut short still answers the first ones over every seed
+    order = [m for m in ("hadw", "grpo", "grpo_lr_phi", "dgpo", "hadw_dgpo") if m in plan.methods]
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        for methods in phases:
-            jobs = [(m, s) for m in methods for s in plan.seeds if m in plan.methods]
-            for future in [pool.submit(run_one, plan, m, s, log) for m, s in jobs]:
-                future.result()
+        hadw = [pool.submit(run_one, plan, "hadw", s, log) for s in plan.seeds if "hadw" in order]
+
+        def job(method, seed):
+            if method == "grpo_lr_phi":  # its learning rate needs every hadw run's Φ
+                for future in hadw:
+                    future.result()
+            return run_one(plan, method, seed, log)
+
+        rest = [pool.submit(job, m, s) for m in order if m != "hadw" for s in plan.seeds]
+        for future in hadw + rest:
+            future.result()
     return write_outputs(plan)
 
 
