@@ -11,7 +11,9 @@ from pathlib import Path
 from setuptools import find_packages, setup
 
 HERE = Path(__file__).resolve().parent
-META = dict(re.findall(r'^(__version__|VERL_VERSION) = "([^"]+)"', (HERE / "verl_hadw" / "__init__.py").read_text(), re.M))
+META = dict(
+    re.findall(r'^(__version__|VERL_VERSION) = "([^"]+)"', (HERE / "verl_hadw" / "__init__.py").read_text(), re.M)
+)
 VERL = f"verl=={META['VERL_VERSION']}"
 
 # configs/ (Hydra YAMLs of the reproductions and the CPU demo) ships as the data package verl_hadw_configs; every
@@ -25,7 +27,14 @@ CONFIG_PACKAGES = ["verl_hadw_configs"] + sorted(
 EXTRAS = {
     "repro": ["math-verify", "matplotlib"],  # reward checker, results plot (datasets, pandas, tensorboard: verl)
     "research": ["scipy", "matplotlib"],  # bias theory, simulator plots
-    "test": ["pytest", "hypothesis", "build", "setuptools", "psutil"],  # build: the wheel test; psutil: RSS
+    "test": [
+        "pytest",
+        "hypothesis",
+        "build",
+        "setuptools",
+        "psutil",
+        "ruff",
+    ],  # build: wheel test; psutil: RSS; ruff: lint
     # GPU-only, never installed on CPU machines: verl's own pins (vllm 0.24.0, torch 2.11.0, transformers 5.9.0,
     # its flash-attn build) through its extras.
     "gpu": [f"verl[vllm,fsdp]=={META['VERL_VERSION']}"],

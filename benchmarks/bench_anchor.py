@@ -22,7 +22,6 @@ import random
 import time
 
 import torch
-
 from bench_estimators import make_batch  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
 
 TARGET_P50_MS = 2.0
@@ -62,10 +61,10 @@ def main() -> None:
         args.rows, args.length, args.rounds = 256, 256, 10
 
     import ray
-
     import verl  # noqa: F401  (entry point registers hadw)
-    from verl_hadw import anchor_client
-    from verl_hadw.anchor_store import LocalStore, RayStore
+
+    from verl_hadw.anchor import client as anchor_client
+    from verl_hadw.anchor.stores import LocalStore, RayStore
     from verl_hadw.estimators import compute_hadw_outcome_advantage
     from verl_hadw.options import parse_hadw
 
@@ -88,7 +87,11 @@ def main() -> None:
         def estimator(cfg):
             return lambda: compute_hadw_outcome_advantage(rewards, mask, index=index, config=cfg)
 
-        runs = {"rtt": lambda: rtt_client.observe(correct, count), "ray": estimator(ray_cfg), "local": estimator(local_cfg)}
+        runs = {
+            "rtt": lambda: rtt_client.observe(correct, count),
+            "ray": estimator(ray_cfg),
+            "local": estimator(local_cfg),
+        }
         repeats = {"rtt": args.rtt_per_round, "ray": 1, "local": 1}
         timed_rounds(runs, repeats, rounds=2)  # warm-up: actor start, allocator, first-call imports
         start = time.perf_counter()

@@ -5,5 +5,6 @@ cd "$(dirname "$0")/.."
 bash scripts/install_cpu.sh
 venv=${VERL_HADW_VENV:-.venv}
 export WANDB_MODE=disabled TOKENIZERS_PARALLELISM=false
+"$venv/bin/ruff" check .  # lint (pyproject.toml: line length 120, import order); ruff comes from the test extra
 "$venv/bin/verl-hadw" doctor
 exec "$venv/bin/python" -m pytest -q -p no:cacheprovider tests "$@"

@@ -13,6 +13,16 @@ import torch
 from omegaconf import OmegaConf
 
 
+def verl_save(ckpt: str, step: int) -> None:
+    """What verl's legacy ``_save_checkpoint`` leaves on disk for step N: ``actor/``, ``data.pt``, the tracker."""
+    folder = os.path.join(ckpt, f"global_step_{step}")
+    os.makedirs(os.path.join(folder, "actor"), exist_ok=True)
+    with open(os.path.join(folder, "data.pt"), "wb") as f:
+        f.write(f"dataloader state {step}".encode())
+    with open(os.path.join(ckpt, "latest_checkpointed_iteration.txt"), "w") as f:
+        f.write(str(step))
+
+
 def batch(step: int):
     from verl import DataProto
 
@@ -43,14 +53,14 @@ def config(ckpt_dir: str, resume: bool, extra_hadw: dict | None = None):
     )
 
 
-def run(ckpt_dir: str, first: int, last: int, save: bool, resume: bool) -> list[dict]:
+def run(ckpt_dir: str, first: int, last: int, save: bool, resume: bool, extra_hadw: dict | None = None) -> list[dict]:
     from verl.trainer.ppo.ray_trainer import compute_advantage
     from verl.utils.skip.skip_manager import SkipManager
 
     from verl_hadw import metrics
     from verl_hadw.callback import HadwCheckpointCallback
 
-    cfg = config(ckpt_dir, resume)
+    cfg = config(ckpt_dir, resume, extra_hadw)
     callback = HadwCheckpointCallback(cfg)
     out = []
     for step in range(first, last + 1):

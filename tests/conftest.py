@@ -2,16 +2,10 @@ import pytest
 
 
 @pytest.fixture(autouse=True)
-def _fresh_anchor_state():
-    """Each test starts with no anchors, no buffered metrics and verl's step unset."""
-    from verl.utils.skip.skip_manager import SkipManager
+def _fresh_process_state():
+    """Each test starts as a fresh process: no anchors, no buffered metrics, verl's step unset."""
+    from verl_hadw import process_state
 
-    from verl_hadw import anchor_client, metrics
-
-    anchor_client.reset()
-    metrics.reset()
-    SkipManager.set_step(-1)
+    process_state.reset()
     yield
-    anchor_client.reset()
-    metrics.reset()
-    SkipManager.set_step(-1)
+    process_state.reset()

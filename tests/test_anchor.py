@@ -7,8 +7,8 @@ import warnings
 
 import pytest
 
-from verl_hadw import anchor_client
 from verl_hadw.anchor import AnchorState, AnchorStepError
+from verl_hadw.anchor import client as anchor_client
 from verl_hadw.options import AnchorConfig, parse_hadw
 
 
@@ -163,13 +163,10 @@ def test_state_key_may_not_change_its_anchor_config():
 
 
 def test_trainer_step_groups_calls_and_fallback_counts_each_call_as_a_step():
-    from verl.utils.skip.skip_manager import SkipManager
-
     cfg = parse_hadw({"hadw": {"state_key": "steps"}})
     assert anchor_client.observe(cfg, 1, 4).step == 1  # no trainer: each call is a step
     assert anchor_client.observe(cfg, 1, 4).step == 2
-    SkipManager.set_step(5)
-    first = anchor_client.observe(cfg, 3, 4)
-    second = anchor_client.observe(cfg, 1, 4)
+    first = anchor_client.observe(cfg, 3, 4, trainer_step=5)
+    second = anchor_client.observe(cfg, 1, 4, trainer_step=5)
     assert first.step == second.step == 5 and first.prior == second.prior
     assert second.batch_acc == 0.5

@@ -14,10 +14,13 @@ from omegaconf import OmegaConf
 from verl.trainer.ppo.ray_trainer import compute_advantage
 from verl.utils.skip.skip_manager import SkipManager
 
-from verl_hadw import anchor_client, metrics
-from verl_hadw.anchor_store import LocalStore, RayStore, actor_name
-from verl_hadw.callback import STATE_FILE, HadwCheckpointCallback
-from verl_hadw.options import ConfigError, parse_hadw
+from verl_hadw import metrics, process_state
+from verl_hadw.anchor import client as anchor_client
+from verl_hadw.anchor.file_format import STATE_FILE
+from verl_hadw.anchor.stores import LocalStore, RayStore, actor_name
+from verl_hadw.callback import HadwCheckpointCallback
+from verl_hadw.errors import ConfigError, MissingAnchorStateError
+from verl_hadw.options import parse_hadw
 
 pytestmark = pytest.mark.slow  # Ray / fake-cluster shells: tens of seconds
 
@@ -46,11 +49,10 @@ def drive(key, steps, kill_at=None, **anchor):
     client = anchor_client.get_client(cfg)
     rows = []
     for t, calls in enumerate(steps, start=1):
-        SkipManager.set_step(t)
         for call, (k, n) in enumerate(calls):
             if kill_at == (t, call):
                 ray.kill(ray.get_actor(actor_name(key)))
-            view = client.observe(k, n)
+            view = client.observe(k, n, trainer_step=t)
             rows.append((view.step, view.prior, view.posterior, view.batch_acc, view.eta_t, view.sigma_t))
     return rows, client
 
@@ -61,7 +63,7 @@ def test_actor_and_in_process_trajectories_are_identical(ray_cluster):
     assert isinstance(client.store, RayStore)
     ray.shutdown()
     try:
-        anchor_client.reset()
+        process_state.reset()
         local, client = drive("actor-vs-local", steps)
         assert isinstance(client.store, LocalStore)
     finally:
@@ -113,18 +115,17 @@ def test_recoveries_reach_the_step_metrics(ray_cluster):
 
 def test_two_state_keys_stay_independent(ray_cluster):
     a_alone, _ = drive("solo-a", observations(seed=2))
-    anchor_client.reset()
+    process_state.reset()
     steps_a, steps_b = observations(seed=2), observations(seed=3)
     cfg_a = parse_hadw({"hadw": {"state_key": "exp/a"}})
     cfg_b = parse_hadw({"hadw": {"state_key": "exp/b"}})
     rows_a = []
     for t, (calls_a, calls_b) in enumerate(zip(steps_a, steps_b), start=1):
-        SkipManager.set_step(t)
         for k, n in calls_a:
-            v = anchor_client.observe(cfg_a, k, n)
+            v = anchor_client.observe(cfg_a, k, n, trainer_step=t)
             rows_a.append((v.step, v.prior, v.posterior, v.batch_acc, v.eta_t, v.sigma_t))
         for k, n in calls_b:
-            anchor_client.observe(cfg_b, k, n)
+            anchor_client.observe(cfg_b, k, n, trainer_step=t)
     assert rows_a == a_alone
     assert ray.get_actor(actor_name("exp/a")) != ray.get_actor(actor_name("exp/b"))
 
@@ -151,7 +152,7 @@ def test_resume_in_a_fresh_process_continues_bit_for_bit(tmp_path):
 def test_resume_without_anchor_file_is_an_error_unless_allowed(tmp_path):
     (tmp_path / "global_step_2" / "actor").mkdir(parents=True)
     (tmp_path / "latest_checkpointed_iteration.txt").write_text("2")
-    with pytest.raises(anchor_client.MissingAnchorStateError, match=r"holds no HA-DW anchor.*allow_missing_state=true"):
+    with pytest.raises(MissingAnchorStateError, match=r"holds no HA-DW anchor.*allow_missing_state=true"):
         HadwCheckpointCallback(config(str(tmp_path), resume=True))
     callback = HadwCheckpointCallback(config(str(tmp_path), resume=True, extra_hadw={"allow_missing_state": True}))
     assert callback.restored_step is None
@@ -163,14 +164,14 @@ def test_anchor_file_from_another_step_is_rejected(tmp_path):
     run(str(tmp_path), 1, 2, save=True, resume=False)
     os.rename(tmp_path / "global_step_2", tmp_path / "global_step_5")
     (tmp_path / "latest_checkpointed_iteration.txt").write_text("5")
-    with pytest.raises(anchor_client.MissingAnchorStateError, match="belongs to step 2.*resumes from step 5"):
+    with pytest.raises(MissingAnchorStateError, match="belongs to step 2.*resumes from step 5"):
         HadwCheckpointCallback(config(str(tmp_path), resume=True))
 
 
 def test_resumed_step_without_the_callback_fails_loudly(tmp_path):
     cfg = config(str(tmp_path), resume=False)
     SkipManager.set_step(4)  # a resumed trainer's first step, but nothing restored the anchor
-    with pytest.raises(anchor_client.MissingAnchorStateError, match="legacy trainer.*allow_missing_state=true"):
+    with pytest.raises(MissingAnchorStateError, match="legacy trainer.*allow_missing_state=true"):
         compute_advantage(batch(4), "hadw", config=cfg.algorithm)
 
 

@@ -27,10 +27,11 @@ sys.path.insert(0, HERE)  # script mode: anchor_run, helpers
 from anchor_run import batch, config  # noqa: E402
 from helpers import algo, make_inputs  # noqa: E402
 
-from verl_hadw import anchor_client, metrics  # noqa: E402
+from verl_hadw import metrics  # noqa: E402
 from verl_hadw.anchor import AnchorState  # noqa: E402
-from verl_hadw.anchor_store import AnchorService, actor_name  # noqa: E402
-from verl_hadw.callback import STATE_FILE  # noqa: E402
+from verl_hadw.anchor import client as anchor_client  # noqa: E402
+from verl_hadw.anchor.file_format import STATE_FILE  # noqa: E402
+from verl_hadw.anchor.stores import AnchorService, actor_name  # noqa: E402
 from verl_hadw.options import AnchorConfig, parse_hadw  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -110,7 +111,7 @@ def test_anchor_on_a_lost_node_is_rebuilt_from_the_drivers_mirror(cluster, worke
     key, straight_key = "cluster/node-loss", "cluster/node-loss-straight"
     cfg, straight_cfg = algo(state_key=key, anchor=ANCHOR), algo(state_key=straight_key, anchor=ANCHOR)
     hadw = parse_hadw(cfg)
-    # anchor_store has no placement option (num_cpus=0, Ray picks the node). To put the anchor on another node
+    # anchor.stores has no placement option (num_cpus=0, Ray picks the node). To put the anchor on another node
     # than the driver's, create the named actor there first: RayStore's get_if_exists adopts it.
     placed = (
         ray.remote(num_cpus=0, resources={"anchor_node": 0.01})(AnchorService)
@@ -224,7 +225,9 @@ class TaskRunner:
         SkipManager.set_step(t)
         compute_advantage(batch(t), "hadw", config=self.cfg.algorithm)
         if save:
-            self.callback.on_save(trainer=None, global_step=t, checkpoint_dir=os.path.join(self.ckpt_dir, f"global_step_{t}"))
+            self.callback.on_save(
+                trainer=None, global_step=t, checkpoint_dir=os.path.join(self.ckpt_dir, f"global_step_{t}")
+            )
             with open(os.path.join(self.ckpt_dir, "latest_checkpointed_iteration.txt"), "w") as f:
                 f.write(str(t))  # what verl writes after its own save
         return {"step": t, **metrics.pop(t)}

@@ -16,11 +16,10 @@ import time
 import psutil
 import pytest
 import ray
-from verl.utils.skip.skip_manager import SkipManager
 
-from verl_hadw import anchor_client
 from verl_hadw.anchor import AnchorState
-from verl_hadw.anchor_store import actor_name
+from verl_hadw.anchor import client as anchor_client
+from verl_hadw.anchor.stores import actor_name
 from verl_hadw.options import AnchorConfig, parse_hadw
 
 pytestmark = pytest.mark.slow
@@ -172,9 +171,8 @@ def test_actor_soak_matches_the_reference_and_memory_stays_flat(local_ray):
     start = time.perf_counter()
     round_trips = 0
     for t, calls in soak_inputs(seed=2):
-        SkipManager.set_step(t)  # as the trainer does: calls of one step share its prior
-        for call, (k, n) in enumerate(calls):
-            view = anchor_client.observe(cfg, k, n)
+        for call, (k, n) in enumerate(calls):  # as the trainer does: calls of one step share its prior
+            view = anchor_client.observe(cfg, k, n, trainer_step=t)
             round_trips += 1
             assert (view.step, view.prior, view.posterior, view.batch_acc, view.eta_t, view.sigma_t) == (
                 t, *ref.observe(t, call, k, n)

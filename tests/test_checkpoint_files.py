@@ -11,16 +11,19 @@ from omegaconf import OmegaConf
 from verl.trainer.ppo.ray_trainer import compute_advantage
 from verl.utils.skip.skip_manager import SkipManager
 
-from verl_hadw import anchor_client, callback
-from verl_hadw.anchor import AnchorState
-from verl_hadw.callback import STATE_FILE, AnchorFileError, AnchorSaveError, HadwCheckpointCallback
+from verl_hadw import process_state
+from verl_hadw.anchor import AnchorState, file_format
+from verl_hadw.anchor import client as anchor_client
+from verl_hadw.anchor.file_format import STATE_FILE
+from verl_hadw.callback import HadwCheckpointCallback
+from verl_hadw.errors import AnchorFileError, AnchorSaveError, MissingAnchorStateError
 from verl_hadw.options import parse_hadw
 
 
 def saved_run(tmp_path, last=3):
     """A checkpoint folder ``global_step_{last}`` written by a run of steps 1..last; returns its anchor file."""
     run(str(tmp_path), 1, last, save=True, resume=False)
-    anchor_client.reset()
+    process_state.reset()
     return tmp_path / f"global_step_{last}" / STATE_FILE
 
 
@@ -76,7 +79,7 @@ def test_a_damaged_anchor_file_ends_in_one_clear_error(tmp_path, damage):
     with pytest.raises(AnchorFileError) as info:
         HadwCheckpointCallback(config(str(tmp_path), resume=True))
     error = info.value
-    assert isinstance(error, anchor_client.MissingAnchorStateError) and isinstance(error, RuntimeError)
+    assert isinstance(error, MissingAnchorStateError) and isinstance(error, RuntimeError)
     message = str(error)
     assert f"cannot restore the HA-DW anchor: {path} " in message
     assert __import__("re").search(problem, message), message
@@ -87,11 +90,11 @@ def test_a_damaged_anchor_file_ends_in_one_clear_error(tmp_path, damage):
 
 def test_the_error_names_the_newest_earlier_checkpoint_that_can_be_resumed(tmp_path):
     run(str(tmp_path), 1, 2, save=True, resume=False)
-    anchor_client.reset()
+    process_state.reset()
     run(str(tmp_path), 3, 4, save=True, resume=True)
-    anchor_client.reset()
+    process_state.reset()
     run(str(tmp_path), 5, 6, save=True, resume=True)
-    anchor_client.reset()
+    process_state.reset()
     for k in (2, 4, 6):
         (tmp_path / f"global_step_{k}" / "actor").mkdir()
     (tmp_path / "global_step_4" / STATE_FILE).write_text("{")  # damaged too: not a way out
@@ -111,9 +114,9 @@ def test_the_error_names_the_newest_earlier_checkpoint_that_can_be_resumed(tmp_p
 
 def test_a_checkpoint_without_weights_is_not_offered(tmp_path):
     run(str(tmp_path), 1, 2, save=True, resume=False)  # global_step_2 has a valid anchor but no actor/ folder
-    anchor_client.reset()
+    process_state.reset()
     run(str(tmp_path), 3, 4, save=True, resume=True)
-    anchor_client.reset()
+    process_state.reset()
     (tmp_path / "global_step_4" / STATE_FILE).write_text("[]")
     with pytest.raises(AnchorFileError, match=r"none found beside .*global_step_4"):
         HadwCheckpointCallback(config(str(tmp_path), resume=True))
@@ -122,7 +125,7 @@ def test_a_checkpoint_without_weights_is_not_offered(tmp_path):
 def test_allow_missing_state_continues_past_a_damaged_file_with_a_fresh_anchor(tmp_path, caplog):
     path = saved_run(tmp_path)
     path.write_text('{"global_step": 3')
-    with caplog.at_level(logging.WARNING, logger="verl_hadw.callback"):
+    with caplog.at_level(logging.WARNING, logger="verl_hadw.anchor"):
         cb = HadwCheckpointCallback(config(str(tmp_path), resume=True, extra_hadw={"allow_missing_state": True}))
     assert cb.restored_step is None
     messages = [r.message for r in caplog.records]
@@ -138,8 +141,7 @@ def continue_run(cfg, first, last):
     hadw = parse_hadw(cfg.algorithm)
     rows = []
     for t in range(first, last + 1):
-        SkipManager.set_step(t)
-        v = anchor_client.observe(hadw, 5 + t % 7, 16)
+        v = anchor_client.observe(hadw, 5 + t % 7, 16, trainer_step=t)
         rows.append((v.step, v.prior, v.posterior, v.eta_t, v.sigma_t))
     return rows
 
@@ -161,7 +163,7 @@ def test_resume_under_a_changed_anchor_config_keeps_history_and_warns(tmp_path, 
     cfg = OmegaConf.merge(
         config(str(tmp_path), resume=True), {"algorithm": {"hadw": {"anchor": {"window": window, "eta": eta}}}}
     )
-    with caplog.at_level(logging.WARNING, logger="verl_hadw.callback"):
+    with caplog.at_level(logging.WARNING, logger="verl_hadw.anchor"):
         cb = HadwCheckpointCallback(cfg)
     assert cb.restored_step == 8
     warnings = [r.message for r in caplog.records if "another algorithm.hadw.anchor config" in r.message]
@@ -192,7 +194,7 @@ FAILURES = {
     "dump": ("json", "dump", _half_written_dump),
     "fsync": ("os", "fsync", _enospc),
     "replace": ("os", "replace", _enospc),
-    "open": ("callback", "open", _enospc),
+    "open": ("file_format", "open", _enospc),
 }
 
 
@@ -207,7 +209,7 @@ def test_a_failed_save_leaves_no_partial_file_and_says_where(tmp_path, monkeypat
     SkipManager.set_step(2)
     compute_advantage(batch(2), "hadw", config=cb.config.algorithm)
     module, name, fake = FAILURES[where]
-    target = {"json": json, "os": os, "callback": callback}[module]
+    target = {"json": json, "os": os, "file_format": file_format}[module]
     monkeypatch.setattr(target, name, fake, raising=False)
     with pytest.raises(AnchorSaveError) as info:
         cb.on_save(trainer=None, global_step=1, checkpoint_dir=str(folder))

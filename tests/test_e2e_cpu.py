@@ -7,6 +7,8 @@ without Ray, the pieces that make a CPU run deterministic.
 
 import os
 import random
+import subprocess
+import sys
 
 import pytest
 
@@ -18,7 +20,13 @@ HADW_METRICS = [
     "hadw/anchor_prior", "hadw/anchor_posterior", "hadw/batch_acc", "hadw/eta_t", "hadw/sigma_t",
     "hadw/phi_mean", "hadw/phi_std", "hadw/phi_min", "hadw/phi_max", "hadw/frac_amplified", "hadw/actor_recoveries",
 ]
-DGPO_METRICS = ["dgpo/valid_groups", "dgpo/zero_var_groups", "dgpo/valid_token_ratio", "dgpo/weight_min", "dgpo/weight_max"]
+DGPO_METRICS = [
+    "dgpo/valid_groups",
+    "dgpo/zero_var_groups",
+    "dgpo/valid_token_ratio",
+    "dgpo/weight_min",
+    "dgpo/weight_max",
+]
 ANCHOR = ["hadw/anchor_prior", "hadw/anchor_posterior", "hadw/batch_acc", "hadw/eta_t", "hadw/sigma_t"]
 
 
@@ -145,7 +153,33 @@ def test_pin_isa_gives_every_avx2_machine_the_same_kernels(monkeypatch):
         assert pin_isa() == "native"
         return
     assert pin_isa() == "avx2"
-    assert os.environ["ATEN_CPU_CAPABILITY"] == "avx2" and os.environ["MKL_CBWR"] == "AVX2"
+    assert os.environ["ATEN_CPU_CAPABILITY"] == "avx2" and os.environ["MKL_CBWR"] == "COMPATIBLE"
+
+
+MKL_PROBE = "import torch; torch.set_num_threads(1); torch.rand(64, 96) @ torch.rand(96, 80)"
+
+
+def test_mkl_runs_the_pinned_branch_in_the_processes_a_run_starts(monkeypatch):
+    """MKL reports the branch each call ran in (MKL_VERBOSE). A process started after ``pin_isa`` (a Ray worker)
+    must run the pinned one on whatever x86 CPU runs the tests. With the former ``MKL_CBWR=AVX2`` it read
+    ``CNR:AUTO`` on an AMD EPYC (MKL honours named-ISA branches on Intel CPUs only), and the demo left the
+    Intel-made table at step 26."""
+    import torch
+
+    from verl_hadw.cpu.platform import ISA_ENV, ISA_VARS, pin_isa
+
+    for key in (ISA_ENV, *ISA_VARS):
+        monkeypatch.delenv(key, raising=False)
+
+    def worker() -> str:  # inherits this process's environment, as Ray workers do
+        env = {**os.environ, "MKL_VERBOSE": "1"}
+        return subprocess.run([sys.executable, "-c", MKL_PROBE], env=env, capture_output=True, text=True).stdout
+
+    assert "CNR:OFF" in worker()  # the control: unpinned, MKL picks its branch itself
+    pinned = pin_isa()
+    assert pinned == ("avx2" if torch.cpu._is_avx2_supported() else "native")
+    out = worker()
+    assert "SGEMM" in out and f"CNR:{'COMPATIBLE' if pinned == 'avx2' else 'OFF'}" in out, out
 
 
 @pytest.fixture(scope="module")

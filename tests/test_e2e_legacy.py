@@ -1,7 +1,7 @@
 """End to end with verl's legacy trainer (``trainer.use_v1=false``, real ``main_ppo`` on CPU, ~1 minute a run).
 
 The legacy trainer has no checkpoint hook; the estimator snapshots the anchor beside verl's checkpoints
-(``verl_hadw/legacy_resume.py``). A run stopped after its step-2 checkpoint and resumed must log the same
+(``verl_hadw/anchor/legacy_snapshots.py``). A run stopped after its step-2 checkpoint and resumed must log the same
 anchor values at steps 3-4 as the uninterrupted run.
 """
 

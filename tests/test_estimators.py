@@ -8,7 +8,7 @@ import torch
 from helpers import algo, make_inputs, row_adv
 from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage
 
-from verl_hadw import metrics
+from verl_hadw import metrics, process_state
 from verl_hadw.estimators import compute_dgpo_outcome_advantage as dgpo
 from verl_hadw.estimators import compute_hadw_outcome_advantage as hadw
 
@@ -103,12 +103,28 @@ def test_hadw_over_dgpo_base_is_dgpo_times_phi():
     scores = [1, 0, 0, 0, 1, 1, 1, 0, 0, 0]
     groups = ["h"] * 4 + ["e"] * 4 + ["w"] * 2
     base = adv_of(dgpo, scores, groups)
-    metrics._PENDING.clear()
+    process_state.reset()
     got = adv_of(hadw, scores, groups, base="dgpo", anchor=FIXED, lambda_scale=LAM, state_key="over-dgpo")
     p_hat = torch.tensor([0.25] * 4 + [0.75] * 4 + [0.0] * 2)
     phi = LAM * torch.exp(-torch.sign(base) * torch.sign(p_hat - 0.5) * (p_hat - 0.5).abs())
     assert torch.allclose(got, base * phi, rtol=1e-6)
     assert metrics.peek(1)["dgpo/valid_groups"] == 2
+
+
+def test_hadw_over_dgpo_each_threshold_governs_its_own_accuracy():
+    """HA-DW's y_t and p̂ use algorithm.hadw.success_threshold, DQW uses algorithm.dgpo.success_threshold:
+    HA-DW's threshold no longer falls back to DGPO's."""
+    scores = [0.9, 0.4, 0.1, 0.0, 0.8, 0.7, 0.6, 0.2]
+    groups = ["a"] * 4 + ["b"] * 4
+    with pytest.raises(ValueError, match="set algorithm.hadw.success_threshold"):
+        adv_of(hadw, scores, groups, base="dgpo", anchor=FIXED, dgpo={"success_threshold": 0.5})
+    base = adv_of(dgpo, scores, groups, dgpo={"success_threshold": 0.5})
+    process_state.reset()
+    got = adv_of(hadw, scores, groups, base="dgpo", anchor=FIXED, lambda_scale=LAM, success_threshold=0.3,
+                 dgpo={"success_threshold": 0.5})
+    p_hat = torch.tensor([0.5] * 4 + [0.75] * 4)  # accuracy at HA-DW's threshold 0.3 (DGPO's 0.5: 0.25, 0.75)
+    phi = LAM * torch.exp(-torch.sign(base) * torch.sign(p_hat - 0.5) * (p_hat - 0.5).abs())
+    assert torch.allclose(got, base * phi, rtol=1e-6)
 
 
 def test_hadw_metrics_of_one_step():

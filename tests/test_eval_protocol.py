@@ -118,6 +118,8 @@ def test_samples_per_validation_pass():
         return sum(s.samples * SIZES[b] for b, s in K.EVAL_PROTOCOLS["hadw"][protocol].items())
 
     assert (per_pass("sampled"), per_pass("paper"), per_pass("paper_dapo")) == (6908, 4592, 3992)
+    # the released scripts' protocol: one greedy sample per problem everywhere (docs/reproduce.md)
+    assert per_pass("released") == 1517 and all(s.greedy for s in K.EVAL_PROTOCOLS["hadw"]["released"].values())
 
 
 def test_greedy_means_one_sample():

@@ -55,7 +55,8 @@ def test_script_on_cpu_toy_run_passes_every_check(tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("run", ["hadw_t1_qwen3_4b_grpo_hadw", "dgpo_t1_dgpo"])
 def test_gpu_mode_overrides_pass_verls_config_checks(tmp_path, run):
-    """--dry-run: the smoke overrides (and the stop-token fix the verdict prints) pass verl's checks, deep ones included."""
+    """--dry-run: the smoke overrides (and the stop-token fix the verdict prints) pass verl's checks, deep ones
+    included."""
     fix = f"{S.STOP_FIX_KEY}=/models/fixed_generation_config"
     proc = subprocess.run(["bash", str(SCRIPT), run, "--dry-run", fix], cwd=tmp_path, capture_output=True, text=True,
                           env=_env(tmp_path), timeout=600)
@@ -74,7 +75,9 @@ def test_script_rejects_bad_usage(tmp_path):
     env = _env(tmp_path, SMOKE_STEPS="4", SMOKE_RESUME_STEPS="4")
     proc = subprocess.run(["bash", str(SCRIPT), "demo", "--cpu"], capture_output=True, text=True, env=env)
     assert proc.returncode == 2 and "SMOKE_RESUME_STEPS=4 must exceed SMOKE_STEPS=4" in proc.stderr
-    proc = subprocess.run(["bash", str(SCRIPT), "hadw_t1_qwen3_4b_grpo", "--cpu"], capture_output=True, text=True, env=_env(tmp_path))
+    proc = subprocess.run(
+        ["bash", str(SCRIPT), "hadw_t1_qwen3_4b_grpo", "--cpu"], capture_output=True, text=True, env=_env(tmp_path)
+    )
     assert proc.returncode == 2 and "--cpu runs the toy config 'demo'" in proc.stderr
 
 
@@ -113,9 +116,15 @@ def craft(tmp_path, saved=4, last=6, mode="kalman", fresh_resume=False):
 def write_model(path: Path, gen_eos, eos_token="<|endoftext|>"):
     """Tokenizer files shaped like a Qwen3 model directory (ChatML template, no weights)."""
     path.mkdir(parents=True, exist_ok=True)
-    tok = {"eos_token": eos_token, "chat_template": "{{'<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>'}}",
-           "added_tokens_decoder": {"151643": {"content": "<|endoftext|>"}, "151644": {"content": "<|im_start|>"},
-                                    "151645": {"content": "<|im_end|>"}}}
+    tok = {
+        "eos_token": eos_token,
+        "chat_template": "{{'<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>'}}",
+        "added_tokens_decoder": {
+            "151643": {"content": "<|endoftext|>"},
+            "151644": {"content": "<|im_start|>"},
+            "151645": {"content": "<|im_end|>"},
+        },
+    }
     (path / "tokenizer_config.json").write_text(json.dumps(tok))
     (path / "generation_config.json").write_text(json.dumps({"bos_token_id": 151643, "eos_token_id": gen_eos}))
 
@@ -146,10 +155,14 @@ def test_truncated_responses_fail(tmp_path):
 
 def test_zero_reward_everywhere_fails(tmp_path):
     config, first, resumed = craft(tmp_path)
-    checks = S.run_checks(config, first.replace("score/max:1.0", "score/max:0.0"), resumed.replace("score/max:1.0", "score/max:0.0"))
+    checks = S.run_checks(
+        config, first.replace("score/max:1.0", "score/max:0.0"), resumed.replace("score/max:1.0", "score/max:0.0")
+    )
     assert statuses(checks)["reward"] == "FAIL" and "no response was ever rewarded" in S.render(checks)
     # DAPO's signed rewards: all wrong is -1 (+ penalty) everywhere, also never above 0
-    checks = S.run_checks(config, first.replace("score/max:1.0", "score/max:-1.0"), resumed.replace("score/max:1.0", "score/max:-0.5"))
+    checks = S.run_checks(
+        config, first.replace("score/max:1.0", "score/max:-1.0"), resumed.replace("score/max:1.0", "score/max:-0.5")
+    )
     assert statuses(checks)["reward"] == "FAIL"
 
 
@@ -167,7 +180,9 @@ def test_missing_anchor_file_fails(tmp_path):
     config, first, resumed = craft(tmp_path)
     (tmp_path / "checkpoints" / "global_step_6" / "verl_hadw_anchor.json").unlink()
     checks = S.run_checks(config, first, resumed)
-    assert statuses(checks)["checkpoint"] == "FAIL" and "global_step_6 hold no verl_hadw_anchor.json" in S.render(checks)
+    assert statuses(checks)["checkpoint"] == "FAIL" and "global_step_6 hold no verl_hadw_anchor.json" in S.render(
+        checks
+    )
     config["algorithm"]["adv_estimator"] = "grpo"  # no anchor expected without HA-DW
     assert statuses(S.run_checks(config, first, resumed))["checkpoint"] == "PASS"
 
@@ -214,7 +229,10 @@ def test_stop_tokens_on_the_toy_models_transformers5_files(tmp_path):
     model = Path(build(str(tmp_path / "assets"))["model"])
     check = S.check_stop_tokens(str(model))
     assert check.status == "PASS" and "turns end with <|im_end|>; generation stops at ids [2]" in check.detail
-    for name, key, value in (("generation_config.json", "eos_token_id", 0), ("tokenizer_config.json", "eos_token", "<|endoftext|>")):
+    for name, key, value in (
+        ("generation_config.json", "eos_token_id", 0),
+        ("tokenizer_config.json", "eos_token", "<|endoftext|>"),
+    ):
         data = json.loads((model / name).read_text())
         (model / name).write_text(json.dumps({**data, key: value}))
     check = S.check_stop_tokens(str(model))

@@ -274,7 +274,9 @@ def test_reproduce_slurm_jobs_work_when_submitted_from_outside_the_checkout(fake
     cluster_bin.mkdir()
     for name in ("srun", "scontrol", "ray"):
         (cluster_bin / name).symlink_to(fake.bin / name)
-    (cluster_bin / "python3").write_text('#!/usr/bin/env bash\necho "WRONG python3 on PATH: $*" >>"$FAKE_LOG"; exit 1\n')
+    (cluster_bin / "python3").write_text(
+        '#!/usr/bin/env bash\necho "WRONG python3 on PATH: $*" >>"$FAKE_LOG"; exit 1\n'
+    )
     (cluster_bin / "python3").chmod(0o755)
     extra = {"FAKE_CLUSTER_PATH": f"{cluster_bin}:/usr/bin:/bin", "FAKE_JOB_OUT": str(tmp_path / "job"),
              "VERL_HADW_DATA": "data", "VERL_HADW_OUTPUT": "runs", "VERL_HADW_KEEP": "final"}

@@ -13,14 +13,15 @@ import subprocess
 import sys
 
 import pytest
-from anchor_run import batch
+from anchor_run import batch, verl_save
 from omegaconf import OmegaConf
 from verl.trainer.ppo.ray_trainer import compute_advantage
 from verl.utils.skip.skip_manager import SkipManager
 
-from verl_hadw import anchor_client, metrics
-from verl_hadw.callback import STATE_FILE
-from verl_hadw.legacy_resume import SNAPSHOT_DIR, from_config
+from verl_hadw import metrics, process_state
+from verl_hadw.anchor.file_format import STATE_FILE
+from verl_hadw.anchor.legacy_snapshots import SNAPSHOT_DIR, from_config
+from verl_hadw.errors import MissingAnchorStateError
 
 pytestmark = pytest.mark.slow  # Ray / fake-cluster shells: tens of seconds
 
@@ -42,16 +43,6 @@ def legacy_config(ckpt, use_v1=False, save_freq=2, resume_path=None, **hadw):
             },
         }
     )
-
-
-def verl_save(ckpt, step):
-    """What verl's legacy ``_save_checkpoint`` leaves on disk for step N (after the estimator ran)."""
-    folder = os.path.join(ckpt, f"global_step_{step}")
-    os.makedirs(os.path.join(folder, "actor"), exist_ok=True)
-    with open(os.path.join(folder, "data.pt"), "wb") as f:
-        f.write(f"dataloader state {step}".encode())
-    with open(os.path.join(ckpt, "latest_checkpointed_iteration.txt"), "w") as f:
-        f.write(str(step))
 
 
 def train(cfg, first, last):
@@ -89,7 +80,7 @@ def test_trainer_keys_are_reached_only_from_a_full_legacy_config(tmp_path):
 
 def test_resume_in_a_fresh_process_continues_bit_for_bit(tmp_path):
     straight = train(legacy_config(tmp_path / "straight"), 1, 4)
-    anchor_client.reset()
+    process_state.reset()
     first = train(legacy_config(tmp_path / "ckpt"), 1, 2)
     saved = json.loads((tmp_path / "ckpt" / SNAPSHOT_DIR / "step_2.json").read_text())
     assert saved["global_step"] == 2 and saved["state_key"] == KEY and saved["state"]["open_step"] == 2
@@ -101,9 +92,9 @@ def test_resume_in_a_fresh_process_continues_bit_for_bit(tmp_path):
 
 def test_resume_path_into_another_directory(tmp_path):
     straight = train(legacy_config(tmp_path / "straight"), 1, 4)
-    anchor_client.reset()
+    process_state.reset()
     train(legacy_config(tmp_path / "a"), 1, 2)
-    anchor_client.reset()
+    process_state.reset()
     SkipManager.set_step(-1)
     resumed = train(legacy_config(tmp_path / "b", resume_path=str(tmp_path / "a" / "global_step_2")), 3, 4)
     assert resumed == straight[2:]
@@ -122,22 +113,22 @@ def test_snapshots_are_kept_only_for_checkpointed_steps(tmp_path):
 def test_v1_and_trainerless_calls_write_nothing(tmp_path):
     train(legacy_config(tmp_path / "v1", use_v1=True), 1, 4)
     assert (tmp_path / "v1" / "global_step_4").is_dir() and not (tmp_path / "v1" / SNAPSHOT_DIR).exists()
-    anchor_client.reset()
+    process_state.reset()
     SkipManager.set_step(-1)  # outside a trainer each call is its own step: nothing is a verl step
     cfg = legacy_config(tmp_path / "none")
     for _ in range(3):
         compute_advantage(batch(1), "hadw", config=cfg.algorithm)
     assert not (tmp_path / "none").exists()
-    anchor_client.reset()
+    process_state.reset()
     train(legacy_config(tmp_path / "never", save_freq=-1), 1, 3)  # verl never checkpoints
     assert not (tmp_path / "never").exists()
 
 
 def test_missing_snapshot_is_an_error_unless_allowed(tmp_path, caplog):
     verl_save(tmp_path, 2)  # a checkpoint written without the snapshot
-    with pytest.raises(anchor_client.MissingAnchorStateError, match=r"no anchor snapshot for step 2.*allow_missing_state=true"):
+    with pytest.raises(MissingAnchorStateError, match=r"no anchor snapshot for step 2.*allow_missing_state=true"):
         train(legacy_config(tmp_path), 3, 3)
-    anchor_client.reset()
+    process_state.reset()
     with caplog.at_level(logging.WARNING):
         train(legacy_config(tmp_path, allow_missing_state=True), 3, 3)
     assert "continuing with a fresh anchor" in caplog.text
@@ -150,40 +141,40 @@ def test_snapshot_of_another_step_is_rejected(tmp_path):
     os.rename(tmp_path / "global_step_2", tmp_path / "global_step_4")
     os.rename(tmp_path / SNAPSHOT_DIR / "step_2.json", tmp_path / SNAPSHOT_DIR / "step_4.json")
     (tmp_path / "latest_checkpointed_iteration.txt").write_text("4")
-    anchor_client.reset()
-    with pytest.raises(anchor_client.MissingAnchorStateError, match="belongs to step 2.*resumes from step 4"):
+    process_state.reset()
+    with pytest.raises(MissingAnchorStateError, match="belongs to step 2.*resumes from step 4"):
         train(legacy_config(tmp_path), 5, 5)
 
 
 def test_first_step_must_follow_the_checkpoint_verl_loaded(tmp_path):
     train(legacy_config(tmp_path), 1, 2)
-    anchor_client.reset()
-    with pytest.raises(anchor_client.MissingAnchorStateError, match=r"first training step in this process is 5.*step 2"):
+    process_state.reset()
+    with pytest.raises(MissingAnchorStateError, match=r"first training step in this process is 5.*step 2"):
         train(legacy_config(tmp_path), 5, 5)
 
 
 def test_snapshot_overwritten_by_a_run_that_never_saved_is_rejected(tmp_path):
     train(legacy_config(tmp_path), 1, 2)  # run A: checkpoint 2 with its anchor
     os.utime(tmp_path / "global_step_2" / "data.pt", (1e9, 1e9))  # A saved long before B ran
-    anchor_client.reset()
+    process_state.reset()
     cfg_b = legacy_config(tmp_path, save_freq=100)  # run B in the same folder stops before its step-2 save
     train(cfg_b, 1, 2)
-    anchor_client.reset()
-    with pytest.raises(anchor_client.MissingAnchorStateError, match="written by a later run"):
+    process_state.reset()
+    with pytest.raises(MissingAnchorStateError, match="written by a later run"):
         train(legacy_config(tmp_path), 3, 3)
     verl_save(tmp_path, 2)  # had B saved step 2, its snapshot would belong to that checkpoint
-    anchor_client.reset()
+    process_state.reset()
     train(legacy_config(tmp_path), 3, 3)
 
 
 def test_checkpoint_of_the_v1_callback_or_a_copied_snapshot_is_used(tmp_path):
     straight = train(legacy_config(tmp_path / "straight"), 1, 4)
-    anchor_client.reset()
+    process_state.reset()
     train(legacy_config(tmp_path / "a"), 1, 2)
     copy = tmp_path / "elsewhere" / "global_step_2"
     copy.mkdir(parents=True)
     (copy / STATE_FILE).write_text((tmp_path / "a" / SNAPSHOT_DIR / "step_2.json").read_text())
-    anchor_client.reset()
+    process_state.reset()
     assert train(legacy_config(tmp_path / "b", resume_path=str(copy)), 3, 4) == straight[2:]
 
 

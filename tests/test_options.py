@@ -1,7 +1,18 @@
+import dataclasses
+
 import pytest
 from omegaconf import OmegaConf
 
-from verl_hadw.options import AnchorConfig, ConfigError, DgpoConfig, HadwConfig, parse_dgpo, parse_hadw
+from verl_hadw.errors import ConfigError
+from verl_hadw.options import (
+    AnchorConfig,
+    DgpoConfig,
+    HadwConfig,
+    grpo_norm_by_std,
+    log_metrics,
+    parse_dgpo,
+    parse_hadw,
+)
 
 
 def test_defaults_from_missing_nodes():
@@ -24,32 +35,68 @@ def test_dictconfig_with_interpolation_and_nested_anchor():
         }
     )
     cfg = parse_hadw(node)
-    assert cfg.state_key == "exp1" and cfg.lambda_scale == 1.5 and cfg.norm_adv_by_std is False
+    assert cfg.state_key == "exp1" and cfg.lambda_scale == 1.5 and grpo_norm_by_std(node) is False
     assert cfg.anchor == AnchorConfig(mode="moving_average", window=4)
-    assert cfg.dgpo.temperature == 5.0 and cfg.dgpo.dqw is False and cfg.dgpo.norm_adv_by_std is False
+    dgpo = parse_dgpo(node)
+    assert dgpo.temperature == 5.0 and dgpo.dqw is False
+
+
+def test_each_estimator_owns_its_options():
+    """HA-DW's config holds HA-DW's options only, DGPO's DGPO's; verl's norm_adv_by_std_in_grpo and the
+    metrics switch are read where they are used."""
+    hadw = {f.name for f in dataclasses.fields(HadwConfig)}
+    dgpo = {f.name for f in dataclasses.fields(DgpoConfig)}
+    assert "dgpo" not in hadw and "norm_adv_by_std" not in hadw | dgpo
+    assert log_metrics({"hadw": {"log_metrics": False}}) is False and log_metrics({}) is True
+    with pytest.raises(ConfigError, match="algorithm.hadw.log_metrics must be true or false"):
+        log_metrics({"hadw": {"log_metrics": "no"}})
 
 
 @pytest.mark.parametrize(
     "node, message",
     [
-        ({"hadw": {"lamda_scale": 1.3}}, "Unknown key 'algorithm.hadw.lamda_scale'. Did you mean 'algorithm.hadw.lambda_scale'?"),
-        ({"hadw": {"anchor": {"windw": 3}}}, "Unknown key 'algorithm.hadw.anchor.windw'. Did you mean 'algorithm.hadw.anchor.window'?"),
-        ({"dgpo": {"temprature": 1.0}}, "Unknown key 'algorithm.dgpo.temprature'. Did you mean 'algorithm.dgpo.temperature'?"),
+        (
+            {"hadw": {"lamda_scale": 1.3}},
+            "Unknown key 'algorithm.hadw.lamda_scale'. Did you mean 'algorithm.hadw.lambda_scale'?",
+        ),
+        (
+            {"hadw": {"anchor": {"windw": 3}}},
+            "Unknown key 'algorithm.hadw.anchor.windw'. Did you mean 'algorithm.hadw.anchor.window'?",
+        ),
+        (
+            {"dgpo": {"temprature": 1.0}},
+            "Unknown key 'algorithm.dgpo.temprature'. Did you mean 'algorithm.dgpo.temperature'?",
+        ),
         ({"hadw": {"norm_adv_by_std": False}}, "Unknown key 'algorithm.hadw.norm_adv_by_std'"),
         ({"hadw": {"lambda_scale": 0}}, "algorithm.hadw.lambda_scale=0.0 is out of range; valid: (0.0, inf]"),
         ({"hadw": {"lambda_scale": -1.3}}, "algorithm.hadw.lambda_scale=-1.3 is out of range"),
         ({"hadw": {"lambda_scale": "big"}}, "algorithm.hadw.lambda_scale must be a finite number"),
         ({"hadw": {"lambda_scale": float("nan")}}, "algorithm.hadw.lambda_scale must be a finite number"),
         ({"hadw": {"anchor": {"eta": -0.1}}}, "algorithm.hadw.anchor.eta=-0.1 is out of range; valid: [0.0, inf]"),
-        ({"hadw": {"anchor": {"eta_min": 1.5}}}, "algorithm.hadw.anchor.eta_min=1.5 is out of range; valid: [0.0, 1.0]"),
+        (
+            {"hadw": {"anchor": {"eta_min": 1.5}}},
+            "algorithm.hadw.anchor.eta_min=1.5 is out of range; valid: [0.0, 1.0]",
+        ),
         ({"hadw": {"anchor": {"window": 0}}}, "algorithm.hadw.anchor.window=0 is out of range; valid: an integer >= 1"),
         ({"hadw": {"anchor": {"window": 2.5}}}, "algorithm.hadw.anchor.window=2.5 is out of range"),
-        ({"hadw": {"anchor": {"mode": "ema"}}}, "algorithm.hadw.anchor.mode='ema' is not valid; choose one of: kalman, moving_average, fixed"),
+        (
+            {"hadw": {"anchor": {"mode": "ema"}}},
+            "algorithm.hadw.anchor.mode='ema' is not valid; choose one of: kalman, moving_average, fixed",
+        ),
         ({"hadw": {"anchor": {"sigma_source": "posterior"}}}, "choose one of: anchor, accuracy"),
-        ({"hadw": {"anchor": {"init": 1.5}}}, "algorithm.hadw.anchor.init=1.5 is not valid; use 'first_batch' or a number in [0, 1]"),
+        (
+            {"hadw": {"anchor": {"init": 1.5}}},
+            "algorithm.hadw.anchor.init=1.5 is not valid; use 'first_batch' or a number in [0, 1]",
+        ),
         ({"hadw": {"anchor": {"init": "zero"}}}, "algorithm.hadw.anchor.init='zero' is not valid"),
-        ({"hadw": {"anchor": {"fixed_value": 2}}}, "algorithm.hadw.anchor.fixed_value=2.0 is out of range; valid: [0.0, 1.0]"),
-        ({"hadw": {"anchor": {"include_current": "yes"}}}, "algorithm.hadw.anchor.include_current must be true or false"),
+        (
+            {"hadw": {"anchor": {"fixed_value": 2}}},
+            "algorithm.hadw.anchor.fixed_value=2.0 is out of range; valid: [0.0, 1.0]",
+        ),
+        (
+            {"hadw": {"anchor": {"include_current": "yes"}}},
+            "algorithm.hadw.anchor.include_current must be true or false",
+        ),
         ({"hadw": {"base": "ppo"}}, "algorithm.hadw.base='ppo' is not valid; choose one of: grpo, dgpo"),
         ({"hadw": {"state_key": ""}}, "algorithm.hadw.state_key must be a non-empty string"),
         ({"hadw": {"anchor": [1, 2]}}, "algorithm.hadw.anchor must be a mapping"),
@@ -59,8 +106,9 @@ def test_dictconfig_with_interpolation_and_nested_anchor():
     ],
 )
 def test_bad_config_names_key_and_valid_values(node, message):
+    parse = {"hadw": parse_hadw, "dgpo": parse_dgpo, "norm_adv_by_std_in_grpo": grpo_norm_by_std}[next(iter(node))]
     with pytest.raises(ConfigError) as err:
-        parse_hadw(node)
+        parse(node)
     assert message in str(err.value)
 
 
@@ -76,7 +124,9 @@ def test_readme_options_block_is_generated_from_the_declarations():
 
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
     block = readme.split("<!-- options:begin -->\n```yaml\n", 1)[1].split("```\n<!-- options:end -->", 1)[0]
-    assert block.rstrip("\n") == options_yaml(), "README options block is stale: paste the output of `verl-hadw options`"
+    assert block.rstrip("\n") == options_yaml(), (
+        "README options block is stale: paste the output of `verl-hadw options`"
+    )
 
 
 def test_every_user_option_has_a_doc_and_a_check():

@@ -6,6 +6,7 @@ import re
 import site
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -14,8 +15,9 @@ import pytest
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGE_WARNINGS = re.compile(r"absent from the `packages` configuration|Package would be ignored|package init file .* not found",
-                              re.I)
+PACKAGE_WARNINGS = re.compile(
+    r"absent from the `packages` configuration|Package would be ignored|package init file .* not found", re.I
+)
 
 
 def sh(*cmd, cwd=None, env=None, timeout=600):
@@ -42,7 +44,11 @@ def test_wheel_builds_without_package_warnings_and_ships_every_yaml(wheel):
     path, log, files = wheel
     assert not PACKAGE_WARNINGS.findall(log), PACKAGE_WARNINGS.findall(log)
     names = set(zipfile.ZipFile(path).namelist())
-    yamls = {f.replace("configs/", "verl_hadw_configs/", 1) for f in files if f.startswith("configs/") and f.endswith(".yaml")}
+    yamls = {
+        f.replace("configs/", "verl_hadw_configs/", 1)
+        for f in files
+        if f.startswith("configs/") and f.endswith(".yaml")
+    }
     assert len(yamls) > 40 and yamls <= names, sorted(yamls - names)
     modules = {f for f in files if f.startswith("verl_hadw/") and f.endswith(".py")}
     assert modules <= names, sorted(modules - names)
@@ -58,7 +64,9 @@ def test_wheel_metadata_has_one_verl_pin_and_the_extras(wheel):
     requires = re.findall(r"^Requires-Dist: (.*)$", text, re.M)
     core = [r for r in requires if "extra ==" not in r]
     assert f"verl=={verl_hadw.VERL_VERSION}" in core
-    assert not any(r.split("[")[0].split("=")[0].split(">")[0].strip() in {"scipy", "matplotlib", "math-verify"} for r in core)
+    assert not any(
+        r.split("[")[0].split("=")[0].split(">")[0].strip() in {"scipy", "matplotlib", "math-verify"} for r in core
+    )
     assert f'verl[fsdp,vllm]=={verl_hadw.VERL_VERSION}; extra == "gpu"' in requires
     assert re.search(r"^Version: " + re.escape(verl_hadw.__version__) + "$", text, re.M)
     for extra in ("repro", "research", "test", "gpu"):
@@ -116,8 +124,68 @@ def test_installed_wheel_runs_hadw_through_verl(venv):
         " non_tensors={'uid': np.array(list('aabb'), dtype=object)})\n"
         "cfg = OmegaConf.create({'adv_estimator': 'hadw', 'norm_adv_by_std_in_grpo': True})\n"
         "adv = compute_advantage(d, 'hadw', config=cfg).batch['advantages']\n"
-        "import inspect; print('SRC=' + inspect.getfile(get_adv_estimator_fn('hadw'))); print('POS=%s' % (float(adv[0, 0]) > 0))\n"
+        "import inspect; print('SRC=' + inspect.getfile(get_adv_estimator_fn('hadw')))\n"
+        "print('POS=%s' % (float(adv[0, 0]) > 0))\n"
     )
     out = run_in(venv, venv[0] / "bin" / "python", "-c", code)
     src, positive = re.search(r"^SRC=(.*)$", out, re.M).group(1), re.search(r"^POS=(.*)$", out, re.M).group(1)
     assert Path(src).resolve().is_relative_to(venv[1].resolve()) and positive == "True"
+
+
+# ----------------------------------------------------------------------------------------------- GPU install
+FAKE_PYTHON = r"""#!/usr/bin/env bash
+# records what scripts/install_gpu.sh asks pip (and the environment flash-attn's build sees); runs nothing
+echo "$* | MAX_JOBS=${MAX_JOBS:-unset}" >>"$PIP_LOG"
+"""
+
+
+def _pins(script: str) -> dict[str, str]:
+    return dict(re.findall(r"\b(torch|torchvision|torchaudio|flash-attn)==([0-9.]+)", script))
+
+
+def test_gpu_install_order_and_pins(tmp_path):
+    """scripts/install_gpu.sh (the README's GPU command): torch at verl's pins first, then flash-attn built with
+    --no-build-isolation against it (or a prebuilt wheel), then verl[vllm,fsdp] + verl-hadw[gpu,repro]; its pins
+    are verl 0.9.1's own (read from the installed verl's metadata)."""
+    from importlib.metadata import requires
+
+    script = (ROOT / "scripts" / "install_gpu.sh").read_text()
+    verl_pins = {}
+    for req in requires("verl"):
+        match = re.match(r"(torch|torchvision|torchaudio|flash-attn)==([0-9.]+); extra == \"(\S+)\"", req)
+        if match and match.group(3) in ("vllm", "fsdp", "flash-attn-cu130torch211"):
+            verl_pins[match.group(1)] = match.group(2)
+    assert _pins(script) == verl_pins == {"torch": "2.11.0", "torchvision": "0.26.0", "torchaudio": "2.11.0",
+                                          "flash-attn": "2.8.3"}
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").write_text(FAKE_PYTHON)
+    (venv / "bin" / "python").chmod(0o755)
+    log = tmp_path / "pip.log"
+    torch = "torch==2.11.0 torchvision==0.26.0 torchaudio==2.11.0"
+    for wheel in ("", "https://example.org/flash_attn-2.8.3+cu13torch2.11-cp311-cp311-linux_x86_64.whl"):
+        log.write_text("")
+        env = {**os.environ, "VERL_HADW_VENV": str(venv), "PIP_LOG": str(log), "FLASH_ATTN_WHEEL": wheel}
+        env.pop("MAX_JOBS", None)
+        sh("bash", ROOT / "scripts" / "install_gpu.sh", env=env)
+        calls = [line for line in log.read_text().splitlines() if line.startswith("-m pip")]
+        flash = (["-m pip install packaging ninja psutil wheel setuptools einops | MAX_JOBS=unset",
+                  "-m pip install --no-build-isolation flash-attn==2.8.3 | MAX_JOBS=4"] if not wheel
+                 else [f"-m pip install {torch} {wheel} | MAX_JOBS=unset"])
+        assert calls == ["-m pip install -U pip | MAX_JOBS=unset", f"-m pip install {torch} | MAX_JOBS=unset",
+                         *flash, f"-m pip install {torch} -e .[gpu,repro] | MAX_JOBS=unset"]
+        last = log.read_text().split("\n-m pip install " + torch + " -e .[gpu,repro] | MAX_JOBS=unset\n", 1)[1]
+        assert last.startswith("-c import flash_attn, torch, verl, verl_hadw, vllm")  # then a check that all import
+
+
+def test_gpu_install_set_resolves(tmp_path):
+    """pip's resolver (a real `pip install --dry-run --report` in a fresh virtualenv, PyPI metadata only: no
+    CUDA wheel is downloaded) accepts the whole pinned set, with flash-attn as the script installs it (step 2,
+    before the rest). Prints the versions it picks."""
+    began = time.monotonic()
+    out = sh("bash", ROOT / "scripts" / "install_gpu.sh", "--resolve-only", timeout=2400)
+    report = out[out.index("[install_gpu] resolved"):]
+    print(f"\n{report}(scripts/install_gpu.sh --resolve-only: {time.monotonic() - began:.0f} s in all)")
+    picked = dict(re.findall(r"^  (\S+)\s+(\S+)", report, re.M))
+    assert picked["torch"] == "2.11.0" and picked["vllm"] == "0.24.0" and picked["transformers"] == "5.9.0"
+    assert picked["flash-attn"] == "2.8.3" and picked["verl"] == "0.9.1" and picked["verl-hadw"] != "MISSING"

@@ -89,3 +89,17 @@ compute_advantage(data, 'dgpo', config=OmegaConf.create({'adv_estimator': 'dgpo'
 print('untouched', Tracking.log is original)
 """)
     assert out.split() == ["untouched", "True"]
+
+
+def test_dgpo_obeys_the_same_metrics_switch():
+    """algorithm.hadw.log_metrics governs both estimators: a DGPO run alone with it off leaves verl untouched."""
+    out = run(BATCH + """
+from verl.utils.tracking import Tracking
+original = Tracking.log
+cfg = OmegaConf.create({'adv_estimator': 'dgpo', 'hadw': {'log_metrics': False}})
+compute_advantage(data, 'dgpo', config=cfg)
+print('untouched', Tracking.log is original)
+compute_advantage(data, 'dgpo', config=OmegaConf.create({'adv_estimator': 'dgpo'}))
+print('still_untouched', Tracking.log is original)
+""")
+    assert out.split() == ["untouched", "True", "still_untouched", "True"]

@@ -10,7 +10,7 @@ from helpers import algo, make_inputs, row_adv
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verl_hadw import metrics
+from verl_hadw import metrics, process_state
 from verl_hadw.estimators import compute_dgpo_outcome_advantage as dgpo
 from verl_hadw.estimators import compute_hadw_outcome_advantage as hadw
 
@@ -52,7 +52,7 @@ def stats(scores, groups, lengths):
 @settings(max_examples=60, deadline=None)
 @given(batches(), st.floats(0.1, 3.0), st.floats(0.0, 1.0))
 def test_phi_bounds(batch, lam, prior):
-    metrics._PENDING.clear()
+    process_state.reset()
     run(hadw, *batch, lambda_scale=lam, prior=prior)
     m = metrics.pop(1)
     assert lam / math.e * (1 - 1e-6) <= m["hadw/phi_min"] <= m["hadw/phi_max"] <= lam * math.e * (1 + 1e-6)
@@ -97,7 +97,12 @@ def test_padding_rows_change_nothing(batch, n_extra, name):
     scores, groups, lengths = batch
     plain = run(fn, scores, groups, lengths, state_key="pad-a", **extra)
     padded = run(
-        fn, scores + [1.0] * n_extra, groups + [groups[0]] * n_extra, lengths + [0] * n_extra, state_key="pad-b", **extra
+        fn,
+        scores + [1.0] * n_extra,
+        groups + [groups[0]] * n_extra,
+        lengths + [0] * n_extra,
+        state_key="pad-b",
+        **extra,
     )
     assert torch.equal(padded[: len(scores)], plain) and torch.all(padded[len(scores) :] == 0)
 

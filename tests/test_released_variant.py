@@ -69,7 +69,9 @@ def random_batch(rng, kind: str, n_groups=6, group_size=8):
         p = rng.uniform(0.05, 0.95, n_groups)[groups]
         scores = (rng.uniform(size=n) < p).astype(np.float64)
     elif kind == "signed":  # DAPO-like: ±1 with an overlong penalty in [-1, 0]
-        scores = np.where(rng.uniform(size=n) < 0.5, 1.0, -1.0) - np.where(rng.uniform(size=n) < 0.2, rng.uniform(size=n), 0.0)
+        scores = np.where(rng.uniform(size=n) < 0.5, 1.0, -1.0) - np.where(
+            rng.uniform(size=n) < 0.2, rng.uniform(size=n), 0.0
+        )
     else:  # continuous rewards anywhere in [-2, 3]
         scores = rng.uniform(-2.0, 3.0, n)
     return scores, groups
@@ -101,7 +103,12 @@ def test_released_code_without_std_normalisation_is_plain_dr_grpo():
         rewards, mask, index = make_inputs(scores, groups)
         verl_adv, _ = compute_grpo_outcome_advantage(rewards, mask, index=index, norm_adv_by_std_in_grpo=False)
         np.testing.assert_allclose(row_adv(verl_adv, mask).numpy(), reference(scores, groups), atol=1e-6)
-    config = algo(difficulty_from="reward", lambda_scale=1.5, norm=False, anchor={"mode": "moving_average", "include_current": True})
+    config = algo(
+        difficulty_from="reward",
+        lambda_scale=1.5,
+        norm=False,
+        anchor={"mode": "moving_average", "include_current": True},
+    )
     ours, _ = compute_hadw_outcome_advantage(rewards, mask, index=index, config=config)
     assert not torch.allclose(ours, verl_adv)  # Φ ≠ 1 here: run the released no-Φ branch as adv_estimator=grpo
 
@@ -113,7 +120,9 @@ def test_reward_and_accuracy_agree_on_binary_rewards():
     for _ in range(6):
         scores, groups = random_batch(rng, "binary")
         inputs = make_inputs(scores, groups)
-        by_acc, _ = compute_hadw_outcome_advantage(*inputs[:2], index=inputs[2], config=algo(state_key="a", anchor=anchor))
+        by_acc, _ = compute_hadw_outcome_advantage(
+            *inputs[:2], index=inputs[2], config=algo(state_key="a", anchor=anchor)
+        )
         by_reward, _ = compute_hadw_outcome_advantage(
             *inputs[:2], index=inputs[2], config=algo(state_key="r", difficulty_from="reward", anchor=anchor)
         )
@@ -125,7 +134,9 @@ def test_reward_difficulty_needs_no_threshold_but_accuracy_does():
     rewards, mask, index = make_inputs(scores, groups)
     with pytest.raises(ValueError, match="algorithm.hadw.success_threshold"):
         compute_hadw_outcome_advantage(rewards, mask, index=index, config=algo(state_key="a"))
-    adv, _ = compute_hadw_outcome_advantage(rewards, mask, index=index, config=algo(state_key="r", difficulty_from="reward"))
+    adv, _ = compute_hadw_outcome_advantage(
+        rewards, mask, index=index, config=algo(state_key="r", difficulty_from="reward")
+    )
     assert torch.isfinite(adv).all() and adv.abs().sum() > 0
 
 
@@ -136,7 +147,9 @@ def test_dgpo_base_is_unchanged_by_reward_difficulty():
     rewards, mask, index = make_inputs(scores, groups)
     dgpo = {"success_threshold": 0.0}
     base, _ = compute_dgpo_outcome_advantage(rewards, mask, index=index, config={"dgpo": dgpo})
-    config = algo(difficulty_from="reward", base="dgpo", lambda_scale=1.5, dgpo=dgpo, anchor={"mode": "fixed", "fixed_value": 0.1})
+    config = algo(
+        difficulty_from="reward", base="dgpo", lambda_scale=1.5, dgpo=dgpo, anchor={"mode": "fixed", "fixed_value": 0.1}
+    )
     adv, _ = compute_hadw_outcome_advantage(rewards, mask, index=index, config=config)
     p_hat = np.array([scores[groups == g].mean() for g in groups])
     base_rows = row_adv(base, mask).numpy()
@@ -146,8 +159,12 @@ def test_dgpo_base_is_unchanged_by_reward_difficulty():
 
 def test_difficulty_from_rejects_unknown_values():
     scores, groups = random_batch(np.random.default_rng(0), "binary")
-    with pytest.raises(ValueError, match=r"algorithm.hadw.difficulty_from='score' is not valid; choose one of: accuracy, reward"):
-        compute_hadw_outcome_advantage(*make_inputs(scores, groups)[:2], index=groups, config=algo(difficulty_from="score"))
+    with pytest.raises(
+        ValueError, match=r"algorithm.hadw.difficulty_from='score' is not valid; choose one of: accuracy, reward"
+    ):
+        compute_hadw_outcome_advantage(
+            *make_inputs(scores, groups)[:2], index=groups, config=algo(difficulty_from="score")
+        )
 
 
 # ----------------------------------------------------------------------------------------- the runs

@@ -9,9 +9,9 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers import flat_config
 from omegaconf import OmegaConf
 
-from helpers import flat_config
 from verl_hadw.repro import catalogue as K
 from verl_hadw.repro import compose as C
 
@@ -213,6 +213,45 @@ def test_hadw_validation_follows_the_evaluation_protocol(run, composed):
             OmegaConf.to_container(C.compose_run(run, ["evaluation.protocol=greedy"]).data, resolve=True)
 
 
+# ------------------------------------------------------------------------ paper vs released-script switches
+@pytest.mark.parametrize("run", ["hadw_t1_qwen3_4b_gspo", "hadw_t1_llama3_3b_gspo_hadw"])
+def test_gspo_clip_switch(run, capsys):
+    """gspo.clip: Table 8's 3e-4 / 4e-4 by default, the released gspo_hadw.sh's (the fork's defaults 0.2 / 0.2,
+    dual-clip 3) on request; both pass verl's checks. docs/reproduce.md, "GSPO clip range"."""
+    actor = C.compose_run(run).actor_rollout_ref.actor
+    assert (actor.clip_ratio_low, actor.clip_ratio_high, actor.clip_ratio_c) == (3e-4, 4e-4, 10.0)
+    released = C.compose_run(run, ["gspo.clip=released"], fast=False)
+    resolved = C.validate_like_main_ppo(released)["resolved"]
+    assert "All configuration checks passed" in capsys.readouterr().out
+    actor = resolved.actor_rollout_ref.actor
+    assert (actor.clip_ratio_low, actor.clip_ratio_high, actor.clip_ratio_c) == (0.2, 0.2, 3.0)
+    with pytest.raises(Exception, match="scripts"):
+        OmegaConf.to_container(C.compose_run(run, ["gspo.clip=scripts"]).actor_rollout_ref.actor, resolve=True)
+
+
+@pytest.mark.parametrize("run", ["hadw_t1_qwen3_4b_grpo", "hadw_t1_qwen3_8b_gspo_hadw", "hadw_t1_llama3_3b_dapo",
+                                 "hadw_released_qwen3_4b_grpo"])
+def test_released_evaluation_protocol_switch(run):
+    """evaluation.protocol=released: every benchmark one greedy sample (the released scripts' greedy validation),
+    for GRPO, GSPO and DAPO runs alike; the paper's protocol stays the default."""
+    default = C.compose_run(run)
+    assert default.evaluation.protocol == "paper"
+    released = C.compose_run(run, ["evaluation.protocol=released"])
+    assert _val_stems(released) == [f"{b}.greedy" for b in K.BENCHMARKS["hadw"]]
+    assert _val_stems(released) == [f"{b}.{s.tag}" for b, s in K.EVAL_PROTOCOLS["hadw"]["released"].items()]
+    assert set(_val_stems(released)) <= set(K.eval_files("hadw"))  # `verl-hadw data` writes these files
+
+
+def test_verl_defaults_are_what_the_released_gspo_script_ran_with():
+    """The released switch's numbers are verl's own actor defaults (the fork's, unchanged in 0.9.1)."""
+    import verl
+
+    actor = OmegaConf.load(Path(verl.__file__).parent / "trainer" / "config" / "actor" / "actor.yaml")
+    gspo = OmegaConf.load(ROOT / "configs" / "hadw" / "method" / "gspo.yaml")
+    assert (actor.clip_ratio_low, actor.clip_ratio_high, actor.clip_ratio_c) == tuple(
+        gspo.gspo.released[k] for k in ("low", "high", "c"))
+
+
 def test_signed_dapo_threshold_separates_correct_from_wrong(composed):
     """HA-DW+DAPO: correct answers score 1 + penalty, wrong ones -1 + penalty, penalty in [-factor, 0]."""
     cfg = composed["hadw_t1_qwen3_4b_dapo_hadw"]
@@ -295,7 +334,9 @@ def test_plan_costs_cli_keeps_the_launcher_format(capsys):
                      "eval dgpo_t1_dgpo"]  # what scripts/reproduce_paper.sh reads
     assert cli.main(["configs", "--plan", "dgpo", "--only", "dgpo_t1_*", "--costs", "--keep", "all"]) == 0
     table = capsys.readouterr().out
-    rows = {tuple(line.split()[:2]): line.split() for line in table.splitlines() if line.startswith(("train ", "eval "))}
+    rows = {
+        tuple(line.split()[:2]): line.split() for line in table.splitlines() if line.startswith(("train ", "eval "))
+    }
     assert rows["train", "dgpo_t1_grpo"][2:7] == ["230", "58,880", "24", "x", "2,000"]
     eval_pass = 32 * (30 + 30 + 40) + 4 * (500 + 272 + 675)
     assert rows["eval", "dgpo_t1_base"][2:7] == ["0", "0", "1", "x", f"{eval_pass:,}"]

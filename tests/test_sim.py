@@ -14,7 +14,7 @@ from verl import DataProto
 from verl.trainer.ppo.ray_trainer import compute_advantage
 from verl.utils.skip.skip_manager import SkipManager
 
-from verl_hadw import anchor_client, metrics
+from verl_hadw import metrics, process_state
 from verl_hadw.options import parse_dgpo, parse_hadw
 from verl_hadw.research.sim.env import Policy, Population, policy_loss, sample_rollout
 from verl_hadw.research.sim.methods import METHODS, SUITES, resolve
@@ -76,7 +76,7 @@ def test_simulator_advantages_equal_verls_compute_advantage_on_the_same_batches(
     records = run_one(method, 2, SMALL, on_step=on_step)
     assert [t for t, _, _ in seen] == list(range(1, SMALL.steps + 1))
     # replay every batch through verl's trainer entry point with a fresh anchor, as a trainer would
-    anchor_client.reset()
+    process_state.reset()
     config = OmegaConf.create(method.algorithm("replay"))
     for (t, rollout, advantages), record in zip(seen, records[1:]):
         data = DataProto.from_dict(

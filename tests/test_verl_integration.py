@@ -3,7 +3,6 @@
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 import torch
 from helpers import algo, make_inputs
@@ -15,9 +14,10 @@ from verl.trainer.ppo.v1.utils import compute_advantage_for_multi_trajectories
 from verl.utils.skip.skip_manager import SkipManager
 from verl.utils.tracking import Tracking
 
-from verl_hadw import anchor_client, metrics
-from verl_hadw.options import parse_hadw
+from verl_hadw import metrics, process_state
+from verl_hadw.anchor import client as anchor_client
 from verl_hadw.estimators import compute_dgpo_outcome_advantage, compute_hadw_outcome_advantage
+from verl_hadw.options import parse_hadw
 
 SCORES = [1, 0, 0, 0, 1, 1, 1, 0, 1, 1, 0, 0, 0]
 GROUPS = ["a"] * 4 + ["b"] * 4 + ["c"] * 2 + ["d"] * 2 + ["pad"]
@@ -26,7 +26,9 @@ LENGTHS = [3, 2, 6, 1, 4, 4, 5, 6, 2, 3, 3, 2, 0]
 
 def data_proto():
     rewards, mask, index = make_inputs(SCORES, GROUPS, LENGTHS)
-    return DataProto.from_dict(tensors={"token_level_rewards": rewards, "response_mask": mask}, non_tensors={"uid": index})
+    return DataProto.from_dict(
+        tensors={"token_level_rewards": rewards, "response_mask": mask}, non_tensors={"uid": index}
+    )
 
 
 def verl_algorithm(estimator, **hadw):
@@ -43,10 +45,13 @@ def test_estimators_are_registered(estimator):
 def test_legacy_compute_advantage_equals_direct_call(estimator, extra):
     config = verl_algorithm(estimator, state_key="via-verl", **extra)
     out = compute_advantage(data_proto(), estimator, config=config)
-    anchor_client.reset()
+    process_state.reset()
     rewards, mask, index = make_inputs(SCORES, GROUPS, LENGTHS)
     direct, _ = get_adv_estimator_fn(estimator)(
-        token_level_rewards=rewards, response_mask=mask, index=index, config=verl_algorithm(estimator, state_key="via-verl", **extra)
+        token_level_rewards=rewards,
+        response_mask=mask,
+        index=index,
+        config=verl_algorithm(estimator, state_key="via-verl", **extra),
     )
     assert torch.equal(out.batch["advantages"], direct) and torch.equal(out.batch["returns"], direct)
     assert out.batch["advantages"].abs().sum() > 0 and torch.all(out.batch["advantages"][-1] == 0)
@@ -59,7 +64,7 @@ def test_v1_multi_trajectory_path(estimator):
     out = compute_advantage_for_multi_trajectories(
         data, batch_keys=batch_keys, adv_estimator=estimator, config=verl_algorithm(estimator, state_key="v1")
     )
-    anchor_client.reset()
+    process_state.reset()
     ref = compute_advantage(data_proto(), estimator, config=verl_algorithm(estimator, state_key="v1"))
     assert torch.equal(out.batch["advantages"], ref.batch["advantages"])
 
@@ -85,11 +90,26 @@ def test_metrics_join_verls_console_log_line(capsys):
     SkipManager.set_step(1)
     compute_advantage(data_proto(), "hadw", config=verl_algorithm("hadw", base="dgpo", state_key="log"))
     tracker.log(data={"actor/pg_loss": 0.5}, step=1)
-    line = [l for l in capsys.readouterr().out.splitlines() if l.startswith("step:1 ")][0]
-    for name in ["actor/pg_loss", "hadw/anchor_prior", "hadw/anchor_posterior", "hadw/batch_acc", "hadw/eta_t",
-                 "hadw/sigma_t", "hadw/phi_mean", "hadw/phi_std", "hadw/phi_min", "hadw/phi_max",
-                 "hadw/frac_amplified", "hadw/actor_recoveries", "dgpo/valid_groups", "dgpo/zero_var_groups", "dgpo/valid_token_ratio",
-                 "dgpo/weight_min", "dgpo/weight_max"]:
+    line = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("step:1 ")][0]
+    for name in [
+        "actor/pg_loss",
+        "hadw/anchor_prior",
+        "hadw/anchor_posterior",
+        "hadw/batch_acc",
+        "hadw/eta_t",
+        "hadw/sigma_t",
+        "hadw/phi_mean",
+        "hadw/phi_std",
+        "hadw/phi_min",
+        "hadw/phi_max",
+        "hadw/frac_amplified",
+        "hadw/actor_recoveries",
+        "dgpo/valid_groups",
+        "dgpo/zero_var_groups",
+        "dgpo/valid_token_ratio",
+        "dgpo/weight_min",
+        "dgpo/weight_max",
+    ]:
         assert f"{name}:" in line, name
     assert "hadw/batch_acc:0.5 " in line + " "  # 6 of 12 valid responses (the padding row is not one)
     tracker.log(data={"actor/pg_loss": 0.4}, step=2)

@@ -15,7 +15,9 @@ __all__ = ["iter_console", "parse_steps"]
 STEP_LINE = re.compile(r"step:(?P<step>\d+) - (?P<rest>.*)$")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # a value: 0.5, 1e-06, nan, or a scalar repr such as np.float64(0.5) / tensor(0.5)
-NUMBER = re.compile(r"\s*(?:[A-Za-z_][\w.]*\()?\s*(?P<num>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?inf|nan)\s*\)?\s*")
+NUMBER = re.compile(
+    r"\s*(?:[A-Za-z_][\w.]*\()?\s*(?P<num>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?inf|nan)\s*\)?\s*"
+)
 
 
 def iter_console(lines: Iterable[str]) -> Iterator[tuple[int, int, str, float]]:

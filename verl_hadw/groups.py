@@ -8,12 +8,24 @@ groups the uids (``group_ids``); results for padding rows are zero. No Python lo
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import torch
 from verl.utils.groupwise import as_torch_index
 
-__all__ = ["Batch", "check_inputs", "prepare_batch", "group_ids", "group_stats", "group_sum", "accuracy_of"]
+__all__ = [
+    "Batch",
+    "check_inputs",
+    "prepare_batch",
+    "group_ids",
+    "group_stats",
+    "group_sum",
+    "accuracy_of",
+    "zero_spread",
+    "check_mask_values",
+    "check_magnitude",
+]
 
 
 @dataclass
@@ -26,14 +38,32 @@ class Batch:
     gid: torch.Tensor  # (n,) long, contiguous group id in [0, G)
     n_groups: int  # G
     count: torch.Tensor  # (G,) valid responses per group
-    mean: torch.Tensor  # (G,) group mean score (verl's group_mean_std; singletons: 0)
-    std: torch.Tensor  # (G,) unbiased group std (singletons: 1)
-    group_mean: torch.Tensor  # (G,) Σ scores / count, singletons included
+    grpo_mean: torch.Tensor  # (G,) the mean verl's grpo subtracts (group_mean_std): Σ/count, 0 for a single response
+    grpo_std: torch.Tensor  # (G,) verl grpo's unbiased group std, 1 for a single response
+    score_mean: torch.Tensor  # (G,) Σ scores / count for every group (differs from grpo_mean for singletons only)
     n_rows: int  # N, including padding rows
 
     def lengths(self) -> torch.Tensor:
         """(n,) response tokens per valid row (a full pass over the mask: only DGPO needs it)."""
         return self.response_mask.sum(dim=-1)[self.rows].float()
+
+    @cached_property
+    def spread(self) -> torch.Tensor:
+        """(G,) max - min of each group's valid scores: exactly 0 when they are all equal."""
+        return group_reduce(self.scores, self.gid, self.n_groups, "amax") - group_reduce(
+            self.scores, self.gid, self.n_groups, "amin"
+        )
+
+
+def zero_spread(adv: torch.Tensor, b: Batch) -> torch.Tensor:
+    """(n,) ``adv`` with exactly 0 in every group of >= 2 valid responses whose scores are all equal.
+
+    Such a group carries no signal, but s - mean_g is not exactly 0 when the mean rounds (8 × 0.3 in float32),
+    and (s - mean_g)/(std_g + ε) then turns rounding noise into advantages up to ~0.2 (verl's ``grpo`` does).
+    Single-response groups keep verl's convention (mean 0, std 1). A deliberate deviation: docs/equations.md.
+    """
+    flat = (b.spread == 0) & (b.count >= 2)
+    return adv.masked_fill(flat[b.gid], 0.0)
 
 
 def valid_rows(response_mask: torch.Tensor) -> torch.Tensor:
@@ -122,6 +152,7 @@ def prepare_batch(
     n_rows = token_level_rewards.shape[0]
     if n_rows == 0:
         raise ValueError("the advantage estimator got an empty batch (0 rows)")
+    check_mask_values(response_mask)
     rows = valid_rows(response_mask)
     if rows.numel() == 0:
         raise ValueError(f"the batch has {n_rows} rows but none with a response token (all padding)")
@@ -136,7 +167,8 @@ def prepare_batch(
     index_valid = index if all_valid else as_valid_index(index, rows)
     gid, n_groups = group_ids(index_valid, scores.device, sorted_ids)
     scores = scores.float()
-    mean, std, count, group_mean = group_stats(scores, gid, n_groups)
+    grpo_mean, grpo_std, count, score_mean = group_stats(scores, gid, n_groups)
+    check_magnitude(scores, grpo_std, rows)
     return Batch(
         rows=rows,
         scores=scores,
@@ -144,15 +176,51 @@ def prepare_batch(
         gid=gid,
         n_groups=n_groups,
         count=count,
-        mean=mean,
-        std=std,
-        group_mean=group_mean,
+        grpo_mean=grpo_mean,
+        grpo_std=grpo_std,
+        score_mean=score_mean,
         n_rows=n_rows,
     )
 
 
+def check_mask_values(response_mask: torch.Tensor) -> None:
+    """A floating-point ``response_mask`` must hold finite values in [0, 1]: NaN would otherwise make the row
+    valid and its advantages NaN (under DGPO, through the valid-token factor, every row's).
+
+    One pass over the mask (~12 ms at 8192 × 4096, a seventh of the estimator), so only float masks pay it:
+    verl's masks are int64 slices of the attention mask (0/1 by construction), bool and int masks are not read.
+    """
+    if not response_mask.is_floating_point() or response_mask.numel() == 0:
+        return
+    lo, hi = response_mask.aminmax()  # NaN propagates into both
+    if bool(lo >= 0) and bool(hi <= 1):
+        return
+    bad_row = ~((response_mask >= 0) & (response_mask <= 1)).all(dim=-1)  # only on the error path
+    rows = bad_row.nonzero().squeeze(-1)[:5].tolist()
+    example = response_mask[rows[0]][~((response_mask[rows[0]] >= 0) & (response_mask[rows[0]] <= 1))][:3].tolist()
+    raise ValueError(
+        f"response_mask has values outside [0, 1] (e.g. {example}) in rows {rows}: it must be 1 on response tokens "
+        "and 0 elsewhere (verl's is the response part of attention_mask); check the code that built it"
+    )
+
+
+# The float32 statistics overflow once (s - mean)² does: |s - mean| ≳ 1.8e19. Beyond that verl's grpo silently
+# gives 0 (std = inf) or NaN; here it is an error that says to rescale.
+def check_magnitude(scores: torch.Tensor, std: torch.Tensor, rows: torch.Tensor) -> None:
+    """Rewards too large for float32 group statistics (e.g. 1e30): a ValueError naming rows and the remedy."""
+    if bool(torch.isfinite(std).all()) and bool(torch.isfinite(scores).all()):
+        return
+    big = scores.abs().nan_to_num(nan=float("inf"))
+    worst = torch.topk(big, min(3, big.numel())).indices
+    raise ValueError(
+        f"rewards too large for the float32 group statistics (e.g. {scores[worst].tolist()} in rows "
+        f"{rows[worst].tolist()}): their std overflows float32 (|score - group mean| must stay below ~1e19). "
+        "Rescale the reward function's output"
+    )
+
+
 def group_stats(scores: torch.Tensor, gid: torch.Tensor, n_groups: int):
-    """(G,) mean, unbiased std, count and the plain mean Σ/count of float32 ``scores`` (n,).
+    """(G,) verl grpo's mean and unbiased std, the count, and the plain mean Σ/count of float32 ``scores`` (n,).
 
     The same operations in the same order as verl's ``group_mean_std(eps=0)``, so bit-identical to it (and to
     verl's grpo), minus its two host syncs (``max().item()``, ``any()``): every id in [0, G) has a row.

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import math
 import os
-from collections import OrderedDict
 
 import torch
 
-from verl_hadw.anchor import AnchorView
+from verl_hadw import options
+from verl_hadw.anchor.machine import AnchorView
+from verl_hadw.process_state import PROCESS
 
 __all__ = [
     "record_hadw",
@@ -26,19 +27,17 @@ __all__ = [
     "peek",
     "pop",
     "enable",
-    "reset",
     "install_tracking_hook",
     "uninstall_tracking_hook",
 ]
 
 MAX_STEPS = 64
 _SUM, _MIN, _MAX, _LAST = "sum", "min", "max", "last"
-_PENDING: "OrderedDict[int, dict[str, tuple[str, float]]]" = OrderedDict()
-_OPTED_OUT = False  # algorithm.hadw.log_metrics=false (seen by the callback or an hadw call): stay out of verl
 
 
 def _record(step: int, values: dict[str, tuple[str, float]]) -> None:
-    acc = _PENDING.setdefault(step, {})
+    pending = PROCESS.pending_metrics  # step -> {name: (how, value)}, oldest first
+    acc = pending.setdefault(step, {})
     for name, (how, value) in values.items():
         if name not in acc or how == _LAST:
             acc[name] = (how, value)
@@ -46,8 +45,8 @@ def _record(step: int, values: dict[str, tuple[str, float]]) -> None:
         old = acc[name][1]
         combine = {_SUM: lambda a, b: a + b, _MIN: min, _MAX: max}[how]
         acc[name] = (how, combine(old, value) if not math.isnan(old) else value)
-    while len(_PENDING) > MAX_STEPS:
-        _PENDING.popitem(last=False)
+    while len(pending) > MAX_STEPS:
+        pending.popitem(last=False)
 
 
 def record_hadw(view: AnchorView, phi: torch.Tensor, lambda_scale: float, recoveries: int = 0) -> None:
@@ -104,21 +103,14 @@ def _finalize(acc: dict[str, tuple[str, float]]) -> dict[str, float]:
     return out
 
 
-def reset() -> None:
-    """Forget buffered metrics and a metrics opt-out (tests, notebooks); the hook itself stays as it is."""
-    global _OPTED_OUT
-    _PENDING.clear()
-    _OPTED_OUT = False
-
-
 def peek(step: int) -> dict[str, float]:
     """The metrics recorded so far for ``step`` (left in the buffer)."""
-    return _finalize(_PENDING.get(step, {}))
+    return _finalize(PROCESS.pending_metrics.get(step, {}))
 
 
 def pop(step: int) -> dict[str, float]:
     """The metrics of ``step``, removed from the buffer (empty if nothing was recorded)."""
-    return _finalize(_PENDING.pop(step, {}))
+    return _finalize(PROCESS.pending_metrics.pop(step, {}))
 
 
 # ---------------------------------------------------------------------------------- Tracking.log hook
@@ -126,17 +118,18 @@ def _hook_enabled() -> bool:
     return os.environ.get("VERL_HADW_LOG_METRICS", "1").lower() not in ("0", "false", "no")
 
 
-def enable(log_metrics: bool = True) -> bool:
-    """Called by every estimator call: install the hook once, unless metrics were switched off.
+def enable(algorithm) -> bool:
+    """The one place that decides whether metrics reach verl, for both estimators and the callback: install the
+    hook once, unless switched off.
 
-    ``log_metrics=False`` (``algorithm.hadw.log_metrics``) removes the hook and keeps it out for the process.
+    ``algorithm``: verl's ``algorithm`` node; ``algorithm.hadw.log_metrics=false`` removes the hook and keeps
+    it out for the process (also for ``dgpo``), as does ``VERL_HADW_LOG_METRICS=0``.
     """
-    global _OPTED_OUT
-    if not log_metrics:
-        _OPTED_OUT = True
+    if not options.log_metrics(algorithm):
+        PROCESS.metrics_opted_out = True
         uninstall_tracking_hook()
         return False
-    return False if _OPTED_OUT else install_tracking_hook()
+    return False if PROCESS.metrics_opted_out else install_tracking_hook()
 
 
 def install_tracking_hook() -> bool:

@@ -17,6 +17,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from verl_hadw.errors import ConfigError
+
 __all__ = [
     "ConfigError",
     "AnchorConfig",
@@ -24,15 +26,13 @@ __all__ = [
     "DgpoConfig",
     "parse_hadw",
     "parse_dgpo",
+    "grpo_norm_by_std",
+    "log_metrics",
     "algorithm_node",
     "options_yaml",
 ]
 
 INF = math.inf
-
-
-class ConfigError(ValueError):
-    """A bad ``algorithm.hadw`` / ``algorithm.dgpo`` value; the message names the key and what is valid."""
 
 
 def option(default: Any, doc: str, *, kind: str, lo: float = -INF, hi: float = INF, lo_open: bool = False,
@@ -77,7 +77,6 @@ class DgpoConfig:
     valid_token_norm: bool = option(True, "valid-token loss averaging, folded into the advantages", kind="flag")
     success_threshold: float | None = option(None, "for DQW's accuracy when rewards are not binary", kind="threshold")
     epsilon: float = option(1e-6, "added to the MAD / std", kind="number", lo=0.0, lo_open=True)
-    norm_adv_by_std: bool = True  # not a user key: algorithm.norm_adv_by_std_in_grpo (used when dgae=false)
 
 
 @dataclass(frozen=True)
@@ -97,12 +96,9 @@ class HadwConfig:
     normalize_phi: bool = option(False, "rescale Φ to mean 1 over the call's valid responses", kind="flag")
     allow_missing_state: bool = option(
         False, "resume without an anchor file: start a fresh anchor (with a warning)", kind="flag")
-    log_metrics: bool = option(True, "merge hadw/* and dgpo/* into verl's per-step log call", kind="flag")
+    log_metrics: bool = option(True, "merge hadw/* and dgpo/* into verl's log call (both estimators)", kind="flag")
     epsilon: float = option(1e-6, "added to the GRPO std", kind="number", lo=0.0, lo_open=True)
     anchor: AnchorConfig = option(AnchorConfig, "", kind="section")
-    # Not user keys: algorithm.norm_adv_by_std_in_grpo, and algorithm.dgpo (the base when base == "dgpo").
-    norm_adv_by_std: bool = True
-    dgpo: DgpoConfig = field(default_factory=DgpoConfig)
 
 
 # --------------------------------------------------------------------------------------------- parsing
@@ -173,14 +169,19 @@ def _check(value: Any, f: dataclasses.Field, key: str) -> Any:
     return value
 
 
-def _parse(cls: type, values: Mapping, where: str, **hidden: Any):
+def _parse(cls: type, values: Mapping, where: str):
     """An instance of ``cls`` from the user's ``values`` (unknown keys, types and ranges checked)."""
     fields = _user_fields(cls)
     allowed = [f.name for f in fields]
     for key in values:
         if key not in allowed:
             hint = difflib.get_close_matches(str(key), allowed, n=1)
-            did_you_mean = f" Did you mean '{where}.{hint[0]}'?" if hint else ""
+            elsewhere = [w for w, c in _sections().items() if w != where and key in {f.name for f in _user_fields(c)}]
+            did_you_mean = (
+                f" Did you mean '{where}.{hint[0]}'?" if hint
+                else f" '{key}' is an option of {elsewhere[0]}: did you mean '{elsewhere[0]}.{key}'?" if elsewhere
+                else ""
+            )
             raise ConfigError(
                 f"Unknown key '{where}.{key}'.{did_you_mean} Valid keys under {where}: {', '.join(allowed)}."
             )
@@ -191,10 +192,16 @@ def _parse(cls: type, values: Mapping, where: str, **hidden: Any):
             parsed[f.name] = _parse(f.default_factory, _to_dict(values.get(f.name), key), key)
         elif f.name in values:
             parsed[f.name] = _check(values[f.name], f, key)
-    return cls(**parsed, **hidden)
+    return cls(**parsed)
 
 
-def _norm_adv_by_std(config: Any) -> bool:
+def _sections() -> dict[str, type]:
+    """Where each options dataclass lives, for "it is an option of another section" hints."""
+    return {"algorithm.hadw": HadwConfig, "algorithm.hadw.anchor": AnchorConfig, "algorithm.dgpo": DgpoConfig}
+
+
+def grpo_norm_by_std(config: Any) -> bool:
+    """verl's ``algorithm.norm_adv_by_std_in_grpo`` (the GRPO base of HA-DW, and DGPO with ``dgae=false``)."""
     value = config.get("norm_adv_by_std_in_grpo", True) if hasattr(config, "get") else True
     if not isinstance(value, bool):
         raise ConfigError(f"algorithm.norm_adv_by_std_in_grpo must be true or false, got {value!r}.")
@@ -203,13 +210,22 @@ def _norm_adv_by_std(config: Any) -> bool:
 
 def parse_dgpo(config: Any) -> DgpoConfig:
     """Validated ``algorithm.dgpo`` from verl's ``algorithm`` node (dict, DictConfig or None)."""
-    return _parse(DgpoConfig, algorithm_node(config, "dgpo"), "algorithm.dgpo", norm_adv_by_std=_norm_adv_by_std(config))
+    return _parse(DgpoConfig, algorithm_node(config, "dgpo"), "algorithm.dgpo")
 
 
 def parse_hadw(config: Any) -> HadwConfig:
     """Validated ``algorithm.hadw`` from verl's ``algorithm`` node (dict, DictConfig or None)."""
-    return _parse(HadwConfig, algorithm_node(config, "hadw"), "algorithm.hadw",
-                  norm_adv_by_std=_norm_adv_by_std(config), dgpo=parse_dgpo(config))
+    return _parse(HadwConfig, algorithm_node(config, "hadw"), "algorithm.hadw")
+
+
+def log_metrics(config: Any) -> bool:
+    """``algorithm.hadw.log_metrics``: the one switch for both estimators' metrics (read without parsing the rest
+    of ``algorithm.hadw``, so a DGPO run does not validate HA-DW's options on every call)."""
+    values = algorithm_node(config, "hadw")
+    if "log_metrics" not in values:
+        return True
+    flag = next(f for f in dataclasses.fields(HadwConfig) if f.name == "log_metrics")
+    return _check(values["log_metrics"], flag, "algorithm.hadw.log_metrics")
 
 
 # ----------------------------------------------------------------------------------------- the docs

@@ -7,9 +7,9 @@ of its own: the caller's previous step + 1.
 
 from __future__ import annotations
 
-__all__ = ["trainer_step", "resolve_step", "stateless_step", "reset"]
+from verl_hadw.process_state import PROCESS
 
-_last_stateless: int = 0
+__all__ = ["trainer_step", "trainer_run", "resolve_step", "stateless_step"]
 
 
 def trainer_step() -> int | None:
@@ -22,6 +22,16 @@ def trainer_step() -> int | None:
     return step if isinstance(step, int) and step > 0 else None
 
 
+def trainer_run() -> object | None:
+    """A token of verl's current ``fit()``, compared by identity: both trainers call ``SkipManager.init`` at the
+    start of ``fit()``, which replaces ``SkipManager.skip_instances`` with a new dict (None: no verl)."""
+    try:
+        from verl.utils.skip.skip_manager import SkipManager
+    except ImportError:  # pragma: no cover - older verl
+        return None
+    return getattr(SkipManager, "skip_instances", None)
+
+
 def resolve_step(previous: int | None) -> int:
     """The trainer's step, or ``previous + 1`` outside a trainer (``previous``: the caller's last step)."""
     step = trainer_step()
@@ -30,12 +40,5 @@ def resolve_step(previous: int | None) -> int:
 
 def stateless_step() -> int:
     """The step of an estimator without state of its own (dgpo files its metrics under it)."""
-    global _last_stateless
-    _last_stateless = resolve_step(_last_stateless)
-    return _last_stateless
-
-
-def reset() -> None:
-    """Forget the stateless counter (tests, notebooks)."""
-    global _last_stateless
-    _last_stateless = 0
+    PROCESS.last_stateless_step = resolve_step(PROCESS.last_stateless_step)
+    return PROCESS.last_stateless_step

@@ -7,28 +7,29 @@
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib
+import importlib.util
 import sys
+from pathlib import Path
+
+from verl_hadw.errors import MissingExtraError
 
 # subcommand -> (module under verl_hadw.cli, the extra that brings its dependencies)
 SUBCOMMANDS = {
-    "doctor": ("doctor", None),
-    "options": ("options", None),
-    "demo": ("demo", None),
-    "theory": ("theory", "research"),
-    "simulate": ("simulate", "research"),
-    "study": ("study", "research"),
-    "configs": ("configs", "repro"),
-    "data": ("data", "repro"),
-    "results": ("results", "repro"),
-    "smoke-check": ("smoke", "repro"),
+    "doctor": ("doctor_cmd", None),
+    "options": ("options_cmd", None),
+    "demo": ("demo_cmd", None),
+    "theory": ("theory_cmd", "research"),
+    "simulate": ("simulate_cmd", "research"),
+    "study": ("study_cmd", "research"),
+    "configs": ("configs_cmd", "repro"),
+    "data": ("data_cmd", "repro"),
+    "results": ("results_cmd", "repro"),
+    "smoke-check": ("smoke_check_cmd", "repro"),
 }
 # the import names of each extra's packages, to say which extra to install when one is missing
 EXTRA_MODULES = {"research": ("scipy", "matplotlib"), "repro": ("datasets", "math_verify", "matplotlib", "tensorboard")}
-
-
-class MissingExtraError(SystemExit):
-    pass
 
 
 def require_extra(extra: str | None) -> None:
@@ -43,13 +44,27 @@ def require_extra(extra: str | None) -> None:
         )
 
 
+def _summary(module: str) -> str:
+    """The first docstring line of ``verl_hadw.cli.<module>``, read without importing it (for ``--help``)."""
+    spec = importlib.util.find_spec(f"verl_hadw.cli.{module}")
+    doc = ast.get_docstring(ast.parse(Path(spec.origin).read_text(encoding="utf-8"))) or ""
+    return doc.split("\n")[0].split(": ", 1)[-1]
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run one subcommand. Only the chosen subcommand's module is imported (after its extra is checked); the
+    others appear in ``--help`` by their docstring's first line."""
+    argv = sys.argv[1:] if argv is None else list(argv)
     parser = argparse.ArgumentParser(prog="verl-hadw", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    for module in dict.fromkeys(m for m, _ in SUBCOMMANDS.values()):
-        importlib.import_module(f"verl_hadw.cli.{module}").add_subcommand(sub)
+    chosen = argv[0] if argv and argv[0] in SUBCOMMANDS else None
+    for name, (module, extra) in SUBCOMMANDS.items():
+        if name == chosen:
+            require_extra(extra)
+            importlib.import_module(f"verl_hadw.cli.{module}").add_subcommand(sub)
+        else:
+            sub.add_parser(name, help=_summary(module), add_help=False)
     args = parser.parse_args(argv)
-    require_extra(SUBCOMMANDS[args.command][1])
     return args.func(args)
 
 

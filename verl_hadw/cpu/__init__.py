@@ -7,6 +7,8 @@ affected. Importing it registers, through verl's own extension points:
 - a ``cpu`` platform in ``verl.plugin.platform.PlatformRegistry`` (``platform.py``);
 - an ``hfcpu`` rollout (``transformers.generate`` in a Ray actor) in verl's rollout and replica registries
   (``rollout.py``);
+- an ``hfcpu_ray`` checkpoint engine for rollouts in their own resource pool (``separate_async``;
+  ``weight_sync.py``);
 
 and applies the few monkeypatches verl's CPU path still needs, all listed in ``patches.py`` and guarded
 by a check of verl's version (pinned 0.9.1). It also pins torch's thread count and the instruction set
@@ -16,7 +18,7 @@ depend on the machine's core count or vector width.
 
 import os
 
-from verl_hadw.cpu import patches, platform, rollout  # noqa: F401  (registration side effects)
+from verl_hadw.cpu import patches, platform, rollout, weight_sync  # noqa: F401  (registration side effects)
 
 ACTIVE = os.environ.get("VERL_PLATFORM", "").strip().lower() == "cpu"
 if ACTIVE:

@@ -12,8 +12,7 @@ import os
 import verl
 
 from verl_hadw import VERL_VERSION as SUPPORTED_VERL
-
-_APPLIED = False
+from verl_hadw.process_state import PROCESS
 
 
 def _gloo_only_process_group() -> None:
@@ -40,16 +39,16 @@ ENGINE_ENV = {"VERL_ENGINE_DEVICE": "cuda", "VERL_ENGINE_VENDOR": "nvidia"}
 
 def apply() -> None:
     """Apply every patch once; refuse on a verl version other than the pinned one."""
-    global _APPLIED
-    if _APPLIED:
+    if "cpu" in PROCESS.applied_patches:
         return
     if verl.__version__ != SUPPORTED_VERL:
         raise RuntimeError(
             f"verl_hadw.cpu supports verl=={SUPPORTED_VERL} only (found {verl.__version__}); its patches of "
-            f"verl internals are not checked against other versions. Install verl=={SUPPORTED_VERL} or unset VERL_PLATFORM=cpu."
+            f"verl internals are not checked against other versions. Install verl=={SUPPORTED_VERL} or unset "
+            "VERL_PLATFORM=cpu."
         )
     for key, value in ENGINE_ENV.items():
         os.environ.setdefault(key, value)
     for patch in PATCHES:
         patch()
-    _APPLIED = True
+    PROCESS.applied_patches.add("cpu")

@@ -22,7 +22,9 @@ __all__ = ["PlatformCPU", "cpu_device_module", "pin_numerics", "pin_threads", "p
 
 THREADS_ENV = "VERL_HADW_CPU_THREADS"  # torch intra-op threads in every process of a CPU run (default 1)
 ISA_ENV = "VERL_HADW_CPU_ISA"  # vector instruction set of torch's and MKL's kernels: avx2 (default) or native
-ISA_VARS = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+# MKL_CBWR=COMPATIBLE, not AVX2: MKL honours a named-ISA branch (AVX2, ...) on Intel CPUs only and silently runs
+# its AUTO branch on others (MKL_VERBOSE prints "CNR:AUTO" on an AMD EPYC), so AMD and Intel rounded differently.
+ISA_VARS = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "COMPATIBLE", "ONEDNN_MAX_CPU_ISA": "AVX2"}
 
 
 def _noop(*args, **kwargs):
@@ -88,15 +90,18 @@ def pin_threads() -> int:
 
 
 def pin_isa() -> str:
-    """Make torch's and MKL's float kernels the AVX2 ones on every x86-64 CPU that has AVX2.
+    """Give torch's and MKL's float kernels one code path on every x86-64 CPU that has AVX2, Intel or AMD.
 
     torch picks vectorised kernels (log_softmax, reductions) for the widest instruction set the CPU has,
-    and MKL its matmul and ``exp`` kernels likewise, so an AVX-512 machine and an AVX2 machine round
-    differently. ``ATEN_CPU_CAPABILITY=avx2``, ``MKL_CBWR=AVX2`` (MKL's conditional numerical
-    reproducibility) and ``ONEDNN_MAX_CPU_ISA=AVX2`` give both the same kernels. Both libraries read these
-    lazily, so setting them here (and in the environment Ray workers inherit) takes effect in this process
-    unless it already ran a kernel. ``$VERL_HADW_CPU_ISA=native`` keeps each machine's own choice; CPUs
-    without AVX2 (and non-x86 ones) keep theirs too. Returns ``"avx2"`` or ``"native"``.
+    and MKL its matmul kernels by CPU model and vendor, so machines round differently. ``ATEN_CPU_CAPABILITY=avx2``
+    selects torch's AVX2 kernels (the same compiled code on any AVX2 CPU), ``ONEDNN_MAX_CPU_ISA=AVX2`` oneDNN's,
+    and ``MKL_CBWR=COMPATIBLE`` (MKL's conditional numerical reproducibility) MKL's single SSE2 code path: the
+    one branch MKL documents for Intel and non-Intel CPUs alike (``MKL_CBWR=AVX2`` is ignored on AMD, which
+    then runs MKL's AUTO branch). Both libraries read these lazily; in this process MKL may already have read
+    its settings (importing verl initialises it), so what counts is the environment the processes started
+    afterwards inherit: Ray's workers, which run the model.
+    ``$VERL_HADW_CPU_ISA=native`` keeps each machine's own choice; CPUs without AVX2 (and non-x86 ones) keep
+    theirs too. Returns ``"avx2"`` or ``"native"``.
     """
     wanted = os.environ.get(ISA_ENV, "avx2").strip().lower()
     if wanted not in ("avx2", "native"):

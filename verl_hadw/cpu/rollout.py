@@ -32,6 +32,7 @@ import ray
 import torch
 from verl.workers.rollout.base import _ROLLOUT_REGISTRY, BaseRollout
 from verl.workers.rollout.replica import RolloutReplica, RolloutReplicaRegistry, TokenOutput
+from verl.workers.rollout.utils import ensure_async_iterator
 
 logger = logging.getLogger(__name__)
 
@@ -85,7 +86,9 @@ class HFCPUServer:
 
         pin_threads()
 
-    async def generate(self, request_id: str, prompt_ids: list[int], sampling_params: dict[str, Any], **kwargs) -> TokenOutput:
+    async def generate(
+        self, request_id: str, prompt_ids: list[int], sampling_params: dict[str, Any], **kwargs
+    ) -> TokenOutput:
         params = dict(sampling_params)
         response_length = int(_get(self.config, "response_length"))
         max_tokens = params.pop("max_tokens", None) or params.pop("max_new_tokens", None) or response_length
@@ -164,6 +167,8 @@ class HFCPUServerAdapter(BaseRollout):
         rank = int(os.environ.get("RANK", 0))
         world = self.config.tensor_model_parallel_size * self.config.data_parallel_size
         self.replica_rank, self.rollout_rank = rank // world, rank % world
+        if kwargs.get("replica_rank") is not None:  # a standalone replica's worker (separate_async) names its own
+            self.replica_rank = int(kwargs["replica_rank"])
         self.sleep_level = 2
 
     async def resume(self, tags: list[str]):
@@ -176,7 +181,8 @@ class HFCPUServerAdapter(BaseRollout):
         if wire_format != "named_tensors":
             raise ValueError(f"hfcpu supports wire_format='named_tensors' only, got {wire_format!r}")
         state = {}
-        for name, tensor in weights:  # every rank must drain the generator (it may hold collectives)
+        # every rank must drain the weights (they may hold collectives); the hfcpu_ray engine's are async
+        async for name, tensor in ensure_async_iterator(weights):
             if hasattr(tensor, "full_tensor"):
                 tensor = tensor.full_tensor()
             state[name] = tensor.detach().to("cpu", copy=True)

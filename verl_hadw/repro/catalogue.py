@@ -77,7 +77,8 @@ def _h(label, run, *values):
 _T1 = "hadw_t1_"
 TABLES: tuple[Table, ...] = (
     # ------------------------------------------------------------------------------------------ HA-DW
-    Table("hadw", "hadw_t1", "HA-DW Table 1: main results (MATH500 / AIME25 avg@16 / AMC23 avg@16 / Minerva / OlympiadBench)", (
+    Table("hadw", "hadw_t1",
+          "HA-DW Table 1: main results (MATH500 / AIME25 avg@16 / AMC23 avg@16 / Minerva / OlympiadBench)", (
         _h("Qwen3-4B-Base GRPO", _T1 + "qwen3_4b_grpo", 75.4, 19.6, 60.3, 33.8, 43.5, 46.5),
         _h("Qwen3-4B-Base GRPO+HA-DW", _T1 + "qwen3_4b_grpo_hadw", 78.0, 20.4, 63.4, 36.8, 44.7, 48.7),
         _h("Qwen3-4B-Base GSPO", _T1 + "qwen3_4b_gspo", 75.8, 20.0, 62.2, 35.3, 42.3, 47.1),
@@ -198,7 +199,7 @@ class Dataset:
     hf_split: str
     hf_config: str | None = None
     split: str = "test"  # train | test (what extra_info.split says)
-    expected_rows: int | None = None  # the full dataset's size, for a warning on partial copies
+    expected_rows: int | None = None  # the full set's size: `verl-hadw data` checks every load against it
 
 
 DATASETS: dict[str, Dataset] = {
@@ -261,13 +262,18 @@ def _settings(**tags: str) -> dict[str, EvalSetting]:
 # paper -> protocol -> benchmark -> setting. HA-DW "paper": what the digits of Tables 1-3, 7 imply (one greedy
 # sample on MATH500 and Minerva; avg@16 sampled on AIME25 and, for GRPO/GSPO, AMC23; OlympiadBench sampled with a
 # count the digits cannot tell: CHOICE avg@4); DAPO runs score AMC23 greedily ("paper_dapo"). HA-DW "sampled":
-# the previous default (avg@4 / avg@16 at temperature 0.6). DGPO: §4.1 / App. F, avg@32 / avg@4 at 0.6.
+# the previous default (avg@4 / avg@16 at temperature 0.6). HA-DW "released": the authors' scripts, all greedy.
+# DGPO: §4.1 / App. F, avg@32 / avg@4 at 0.6.
 EVAL_PROTOCOLS: dict[str, dict[str, dict[str, EvalSetting]]] = {
     "hadw": {
         "paper": _settings(math500="greedy", aime25="avg16", amc23="avg16", minerva="greedy", olympiadbench="avg4"),
         "paper_dapo": _settings(math500="greedy", aime25="avg16", amc23="greedy", minerva="greedy",
                                 olympiadbench="avg4"),
         "sampled": _settings(math500="avg4", aime25="avg16", amc23="avg16", minerva="avg4", olympiadbench="avg4"),
+        # the authors' released scripts: verl's greedy default, n = 1 (grpo/gspo_hadw.sh) or 16 identical greedy
+        # copies (dapo_hadw.sh, val_kwargs.n=16): one greedy sample gives the same score
+        "released": _settings(math500="greedy", aime25="greedy", amc23="greedy", minerva="greedy",
+                              olympiadbench="greedy"),
     },
     "dgpo": {
         "paper": _settings(aime24="avg32", aime25="avg32", amc23="avg32", math500="avg4", minerva="avg4",

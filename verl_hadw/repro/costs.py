@@ -168,9 +168,11 @@ def render(costs: list[RunCost], keep: str | int = "final") -> str:
         val = c.val_samples
         share = None if val is None else 100 * val / max(1, val + c.train_samples)
         per = "?" if c.val_per_pass is None else f"{c.val_passes} x {c.val_per_pass:,}"
-        lines.append(f"{c.action + ' ' + c.run:42} {c.steps:>5} {c.train_samples:>13,} {per:>22} {_n(val):>11} "
-                     f"{_n(share, digits=0):>5} {_n(c.ckpt_each, 1e9) if c.steps else '-':>7} {_n(c.ckpt_peak, 1e9):>7} "
-                     f"{_n(c.ckpt_after, 1e9):>7} {c.save_freq if c.steps else '-':>9} {_n(c.gpu_hours):>6}")
+        lines.append(
+            f"{c.action + ' ' + c.run:42} {c.steps:>5} {c.train_samples:>13,} {per:>22} {_n(val):>11} "
+            f"{_n(share, digits=0):>5} {_n(c.ckpt_each, 1e9) if c.steps else '-':>7} {_n(c.ckpt_peak, 1e9):>7} "
+            f"{_n(c.ckpt_after, 1e9):>7} {c.save_freq if c.steps else '-':>9} {_n(c.gpu_hours):>6}"
+        )
     t = totals(costs)
     share = None if t["val_samples"] is None else 100 * t["val_samples"] / max(1, t["val_samples"] + t["train_samples"])
     lines.append("-" * len(head))

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any, Iterable
@@ -67,22 +68,32 @@ class DataSourceError(RuntimeError):
 
 
 # ------------------------------------------------------------------------------------------ answer parsing
+BOXED_RE = re.compile(r"\\(?:boxed|fbox)(?![A-Za-z])")
+
+
 def last_boxed(text: str) -> str | None:
-    """Content of the last ``\\boxed{...}`` (or ``\\fbox{...}``) in ``text``, braces balanced; None if absent."""
-    start = max(text.rfind("\\boxed"), text.rfind("\\fbox"))
-    if start < 0:
+    """Content of the last ``\\boxed{...}`` / ``\\fbox{...}`` in ``text`` (braces balanced), or of the brace-less
+    ``\\boxed 2`` form (up to the closing ``$``, as verl's ``last_boxed_only_string``); None if absent or unclosed.
+
+    At least as tolerant as verl's ``last_boxed_only_string`` + ``remove_boxed`` (MATH train writes ``$\\boxed 2$``
+    in ``algebra/24014.json`` and ``25040.json``), and it also takes ``\\fbox{...}``, where ``remove_boxed`` asserts.
+    """
+    matches = list(BOXED_RE.finditer(text))
+    if not matches:
         return None
-    brace = text.find("{", start)
-    if brace < 0:
-        return None
+    rest = text[matches[-1].end():]
+    stripped = rest.lstrip()
+    if not stripped.startswith("{"):  # \boxed 2$ : the argument runs to the closing $ (or the line's end)
+        answer = re.split(r"[$\n]", stripped, maxsplit=1)[0].strip()
+        return answer or None
     depth = 0
-    for i in range(brace, len(text)):
-        if text[i] == "{":
+    for i, char in enumerate(stripped):
+        if char == "{":
             depth += 1
-        elif text[i] == "}":
+        elif char == "}":
             depth -= 1
             if depth == 0:
-                return text[brace + 1 : i]
+                return stripped[1:i]
     return None
 
 
@@ -109,9 +120,23 @@ def normalize_answer(value: Any) -> str | None:
     return text or None
 
 
+# AIME answers are integers 0-999 by the contest's rules; copies store them as "025", 25 or 25.0. The string
+# checker (backend auto -> verl_math) compares strings, so the gold is written one way: "25".
+INTEGER_ANSWER_SETS = frozenset({"aime24", "aime25"})
+
+
+def normalize_gold(name: str, answer: str) -> str:
+    """The gold as the checker should see it: integer answers of ``INTEGER_ANSWER_SETS`` without leading zeros."""
+    if name in INTEGER_ANSWER_SETS and re.fullmatch(r"[+-]?\d+", answer):
+        return str(int(answer))
+    return answer
+
+
 def parse_level(value: Any) -> int | None:
-    """MATH level: 3, "3" or "Level 3" -> 3; "Level ?" or missing -> None."""
+    """MATH level: 3, "3" or "Level 3" -> 3; "Level ?", NaN or missing -> None."""
     if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, float) and math.isnan(value):
         return None
     if isinstance(value, (int, float)):
         return int(value) if 1 <= int(value) <= 5 else None
@@ -122,7 +147,9 @@ def parse_level(value: Any) -> int | None:
 def _first(record: dict, keys: Iterable[str]) -> Any:
     for key in keys:
         value = record.get(key)
-        if value is not None and not (isinstance(value, str) and not value.strip()):
+        if value is None or (isinstance(value, float) and math.isnan(value)):  # pandas stores gaps as NaN
+            continue
+        if not (isinstance(value, str) and not value.strip()):
             return value
     return None
 
@@ -137,7 +164,7 @@ def extract_fields(name: str, record: dict, position: int) -> dict:
             # MATH train has no answer column (its gold answer is the solution's last \boxed{}); some Minerva
             # copies keep the bare final answer in "solution".
             text = str(solution)
-            answer = normalize_answer(last_boxed(text) if "\\boxed" in text or "\\fbox" in text else text)
+            answer = normalize_answer(last_boxed(text) if BOXED_RE.search(text) else text)
     if question is None or answer is None:
         raise DataSourceError(
             f"{name}: record {position} has no {'question' if question is None else 'answer'}: looked for "
@@ -146,7 +173,7 @@ def extract_fields(name: str, record: dict, position: int) -> dict:
     identifier = _first(record, ID_KEYS)
     return {
         "question": str(question).strip(),
-        "answer": answer,
+        "answer": normalize_gold(name, answer),
         "level": parse_level(record.get("level", record.get("Level"))),
         "subject": _first(record, ("subject", "type", "Subject")),
         "id": str(identifier) if identifier is not None else f"{name}-{position}",
@@ -154,35 +181,121 @@ def extract_fields(name: str, record: dict, position: int) -> dict:
 
 
 # ------------------------------------------------------------------------------------------------ loading
-def _read_file(path: Path) -> list[dict]:
+FILE_KINDS = {".parquet": "parquet", ".jsonl": "jsonl", ".json": "json", ".csv": "csv"}
+
+
+def _file_kind(path: Path) -> str | None:
+    """parquet / jsonl / json / csv for a data file (also gzip-compressed: ``.jsonl.gz``), else None."""
+    suffixes = path.suffixes[-2:] if path.suffix == ".gz" else path.suffixes[-1:]
+    return FILE_KINDS.get(suffixes[0]) if suffixes and (len(suffixes) == 1 or suffixes[1] == ".gz") else None
+
+
+def _json_records(path: Path, split: str | None) -> list[dict]:
+    """A ``.json`` file: a list of records, an object holding one list ({"data": [...]}) or one list per split
+    ({"train": [...], "test": [...]}: the ``split`` one), or JSON Lines under a .json name."""
+    import gzip
+
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        text = f.read()
+    try:
+        payload = json.loads(text)
+    except json.JSONDecodeError as exc:
+        if "Extra data" not in exc.msg:
+            raise DataSourceError(f"{path}: not valid JSON ({exc})") from exc
+        try:  # several JSON values: JSON Lines, whatever the file is called
+            return [json.loads(line) for line in text.splitlines() if line.strip()]
+        except json.JSONDecodeError as lines_exc:
+            raise DataSourceError(f"{path}: neither JSON nor JSON Lines ({lines_exc})") from lines_exc
+    if isinstance(payload, dict):
+        lists = {k: v for k, v in payload.items() if isinstance(v, list)}
+        if split in lists:
+            payload = lists[split]
+        elif len(lists) == 1:
+            payload = next(iter(lists.values()))
+        else:
+            raise DataSourceError(f"{path}: a JSON object must hold one list of records or one per split; it holds "
+                                  f"lists under {sorted(lists)} and none is the split {split!r}")
+    if not isinstance(payload, list) or not all(isinstance(r, dict) for r in payload):
+        raise DataSourceError(f"{path}: expected a list of records (JSON objects)")
+    return payload
+
+
+def _read_file(path: Path, split: str | None = None) -> list[dict]:
     import pandas as pd
 
-    suffix = "".join(path.suffixes[-2:]) if path.suffix == ".gz" else path.suffix
-    if suffix == ".parquet":
+    kind = _file_kind(path)
+    if kind == "parquet":
         frame = pd.read_parquet(path)
-    elif suffix in (".jsonl", ".jsonl.gz"):
-        frame = pd.read_json(path, lines=True, dtype=False)
-    elif suffix == ".json":
-        with open(path, encoding="utf-8") as f:
-            payload = json.load(f)
-        if isinstance(payload, dict):  # {"data": [...]} or {"train": [...]}: the single list inside
-            lists = [v for v in payload.values() if isinstance(v, list)]
-            if len(lists) != 1:
-                raise DataSourceError(f"{path}: a JSON object must hold exactly one list of records")
-            payload = lists[0]
-        frame = pd.DataFrame(payload)
-    elif suffix == ".csv":
+    elif kind == "jsonl":
+        try:
+            frame = pd.read_json(path, lines=True, dtype=False)
+        except ValueError as exc:
+            raise DataSourceError(f"{path}: not JSON Lines ({exc})") from exc
+    elif kind == "json":
+        return _json_records(path, split)
+    elif kind == "csv":
         frame = pd.read_csv(path, dtype=str, keep_default_na=False)
     else:
-        raise DataSourceError(f"{path}: unsupported file type {suffix!r}; use .parquet, .jsonl, .json or .csv")
+        raise DataSourceError(f"{path}: unsupported file type {''.join(path.suffixes)!r}; use .parquet, .jsonl, "
+                              ".json or .csv (each also .gz)")
     return frame.to_dict(orient="records")
 
 
-def _read_local(name: str, path: Path, split: str) -> list[dict]:
+def _card_files(folder: Path, config: str, split: str) -> list[Path] | None:
+    """The files ``datasets`` loads for ``config`` / ``split`` from a downloaded Hub folder: the ``configs:`` list of
+    its README.md (the dataset card's YAML header); None without such a list."""
+    import yaml
+
+    card = folder / "README.md"
+    if not card.is_file():
+        return None
+    text = card.read_text(encoding="utf-8")
+    if not text.startswith("---"):
+        return None
+    header = yaml.safe_load(text.split("---", 2)[1]) or {}
+    configs = {c.get("config_name", "default"): c for c in header.get("configs") or [] if isinstance(c, dict)}
+    if not configs:
+        return None
+    if config not in configs:
+        raise DataSourceError(f"{folder}: its README.md declares the configs {sorted(configs)}, not {config!r}")
+    data_files = configs[config].get("data_files")
+    entries = data_files if isinstance(data_files, list) else [{"split": "train", "path": data_files}]
+    patterns = [p for e in entries if isinstance(e, dict) and e.get("split") == split
+                for p in ([e["path"]] if isinstance(e.get("path"), str) else e.get("path") or [])]
+    if not patterns:
+        raise DataSourceError(f"{folder}: config {config!r} of its README.md has no split {split!r}")
+    files = sorted({p for pattern in patterns for p in folder.glob(pattern) if p.is_file()})
+    if not files:
+        raise DataSourceError(f"{folder}: no file matches {patterns} (config {config!r}, split {split!r} of its "
+                              "README.md): an incomplete download?")
+    return files
+
+
+def _split_files(folder: Path, split: str) -> list[Path]:
+    """Without a dataset card: the data files of ``split`` (named ``<split>-*`` / ``<split>.*`` or under a
+    ``<split>/`` directory; all data files when none is), which must all sit in one directory."""
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and _file_kind(p) and not p.name.startswith("."))
+    if not files:
+        raise DataSourceError(f"{folder} holds no .parquet/.jsonl/.json/.csv file (also .gz)")
+    named = [p for p in files if re.match(rf"{re.escape(split)}([-_.]|$)", p.name)
+             or split in p.relative_to(folder).parts[:-1]]
+    chosen = named or files
+    dirs = sorted({str(p.parent.relative_to(folder)) for p in chosen})
+    if len(dirs) > 1:
+        raise DataSourceError(
+            f"{folder}: the {split!r} data is ambiguous, files in {len(dirs)} directories ({', '.join(dirs)}): "
+            "reading them all could count rows twice (a Hub folder holds the whole set and per-subject subsets). "
+            "Pass the directory or file you mean, e.g. --source NAME=" + str(chosen[0].parent))
+    return chosen
+
+
+def _read_local(name: str, path: Path, split: str, config: str | None = None) -> tuple[list[dict], str]:
+    """(records, kind) of a local source; kind is ``file`` (one file, maybe a deliberate subset) or ``folder``."""
     if not path.exists():
         raise DataSourceError(f"{name}: --source path {path} does not exist")
     if path.is_file():
-        return _read_file(path)
+        return _read_file(path, split), "file"
     if (path / "dataset_info.json").exists() or (path / "dataset_dict.json").exists():
         import datasets
 
@@ -191,12 +304,9 @@ def _read_local(name: str, path: Path, split: str) -> list[dict]:
             if split not in loaded:
                 raise DataSourceError(f"{name}: {path} has splits {list(loaded)}, not {split!r}")
             loaded = loaded[split]
-        return loaded.to_list()
-    files = sorted(p for p in path.rglob("*") if p.suffix in (".parquet", ".jsonl", ".json", ".csv"))
-    split_files = [p for p in files if split in p.name] or files
-    if not split_files:
-        raise DataSourceError(f"{name}: {path} holds no .parquet/.jsonl/.json/.csv file")
-    return [record for p in split_files for record in _read_file(p)]
+        return loaded.to_list(), "folder"
+    files = _card_files(path, config or "default", split) or _split_files(path, split)
+    return [record for p in files for record in _read_file(p, split)], "folder"
 
 
 def _read_hub(ds: Dataset, cache_dir: str | None) -> list[dict]:
@@ -206,22 +316,49 @@ def _read_hub(ds: Dataset, cache_dir: str | None) -> list[dict]:
     return datasets.load_dataset(*args, split=ds.hf_split, cache_dir=cache_dir).to_list()
 
 
-def load_records(name: str, source: str | Path | None = None, cache_dir: str | None = None) -> tuple[list[dict], str]:
-    """(records, where they came from) for one dataset: the local ``source`` if given, else the Hub."""
+def offline_help(ds: Dataset) -> str:
+    """What to do without access to the Hub (both ways are tested on a folder / cache of the Hub's layout)."""
+    config = f" {ds.hf_config}" if ds.hf_config else ""
+    return (
+        f"Either (a) on a machine with internet: `hf download --repo-type dataset {ds.hf_repo} --local-dir DIR` "
+        f"(or huggingface-cli download), copy DIR here and pass --source {ds.name}=DIR (the files its README.md "
+        f"names for{config or ' the default config'} / {ds.hf_split} are read); or (b) copy that machine's "
+        "Hugging Face cache after `verl-hadw data` ran there (HF_HOME, or HF_DATASETS_CACHE / --hf-cache) and run "
+        f"with HF_HUB_OFFLINE=1 and the same cache; or (c) --source {ds.name}=/path/to/file.parquet|.jsonl|.json|"
+        ".csv|<save_to_disk dir>"
+    )
+
+
+def load_records(name: str, source: str | Path | None = None,
+                 cache_dir: str | None = None) -> tuple[list[dict], str, str]:
+    """(records, where they came from, kind) for one dataset: the local ``source`` if given, else the Hub.
+    kind: ``hub``, ``folder`` (a directory) or ``file`` (a single local file)."""
     ds = DATASETS[name]
     if source is not None:
         path = Path(source).expanduser()
-        return _read_local(name, path, ds.hf_split), str(path)
+        records, kind = _read_local(name, path, ds.hf_split, ds.hf_config)
+        return records, str(path), kind
     try:
-        return _read_hub(ds, cache_dir), f"hf://{ds.hf_repo} ({ds.hf_split})"
+        return _read_hub(ds, cache_dir), f"hf://{ds.hf_repo} ({ds.hf_split})", "hub"
     except Exception as exc:  # any Hub/network/cache failure: reported together with the remedy below
         raise DataSourceError(
             f"{name}: the Hugging Face dataset {ds.hf_repo} (split {ds.hf_split}) is not reachable and no local "
             f"copy was given ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}).\n"
-            f"    Either make it reachable (network, or a filled cache: HF_HOME / --hf-cache; "
-            f"`huggingface-cli download --repo-type dataset {ds.hf_repo}` on a machine with internet), or pass "
-            f"--source {name}=/path/to/file.parquet|.jsonl|.json|.csv|<save_to_disk dir>"
+            f"    {offline_help(ds)}"
         ) from exc
+
+
+def check_rows(name: str, count: int, origin: str, kind: str, allow_mismatch: bool = False) -> str | None:
+    """The row-count check of one loaded set: None when it has the full set's size; a warning (a single local
+    file, often a deliberate subset, or ``allow_mismatch``); else DataSourceError naming both counts."""
+    expected = DATASETS[name].expected_rows
+    if expected is None or count == expected:
+        return None
+    message = f"{name}: {count} rows from {origin}, but the full set has {expected}"
+    if kind == "file" or allow_mismatch:
+        return f"warning: {message}"
+    raise DataSourceError(f"{message} (a partial download, or the same rows read twice?). To use it anyway, pass "
+                          "--allow-row-mismatch")
 
 
 # ------------------------------------------------------------------------------------------------ building
@@ -302,11 +439,13 @@ def prepare(
     only: Iterable[str] | None = None,
     cache_dir: str | None = None,
     log=print,
+    allow_row_mismatch: bool = False,
 ) -> dict[str, Path]:
     """Write the parquet files of ``papers`` under ``out``; returns ``{"<paper>/<file stem>": path}``.
 
     Every needed dataset is loaded once (local source first, then the Hub). If any cannot be loaded, nothing is
-    written and :class:`DataSourceError` lists all of them with what to do.
+    written and :class:`DataSourceError` lists all of them with what to do. So does a set of the wrong size from
+    the Hub or a folder (:func:`check_rows`), unless ``allow_row_mismatch``; a single local file only warns.
     """
     papers = list(papers)
     for paper in papers:
@@ -326,7 +465,11 @@ def prepare(
     loaded, errors = {}, []
     for name in wanted:
         try:
-            loaded[name] = load_records(name, sources.get(name), cache_dir)
+            records, origin, kind = load_records(name, sources.get(name), cache_dir)
+            warning = check_rows(name, len(records), origin, kind, allow_row_mismatch)
+            if warning:
+                log(f"[data] {warning}")
+            loaded[name] = records, origin
         except DataSourceError as exc:
             errors.append(str(exc))
     if errors:
@@ -344,7 +487,5 @@ def prepare(
                 path = Path(out) / paper / f"{stem}.parquet"
                 write_parquet(rows, path)
                 written[f"{paper}/{stem}"] = path
-                expected = DATASETS[name].expected_rows
-                note = "" if expected in (None, len(rows)) else f"  (the full dataset has {expected} rows)"
-                log(f"[data] {path}: {len(rows)} rows from {origin}{note}")
+                log(f"[data] {path}: {len(rows)} rows from {origin}")
     return written

@@ -33,10 +33,28 @@ from verl_hadw.repro.catalogue import (
     Table,
 )
 
-__all__ = ["RunResult", "read_run", "load_scalars", "paper_tables", "level_table", "render", "other_runs_table", "ResultsError"]
+__all__ = [
+    "RunResult",
+    "read_run",
+    "load_scalars",
+    "paper_tables",
+    "level_table",
+    "render",
+    "other_runs_table",
+    "ResultsError",
+]
 
 VAL_RE = re.compile(r"^val-(?:core|aux)/(?P<ds>[^/]+)/(?P<var>[^/]+)/mean@(?P<n>\d+)$")
-LEVEL_COLUMNS = ("acc_easy", "acc_mid", "acc_hard", "acc_level1", "acc_level2", "acc_level3", "acc_level4", "acc_level5")
+LEVEL_COLUMNS = (
+    "acc_easy",
+    "acc_mid",
+    "acc_hard",
+    "acc_level1",
+    "acc_level2",
+    "acc_level3",
+    "acc_level4",
+    "acc_level5",
+)
 LEVEL_NAMES = {"acc_easy": "Easy (L1)", "acc_mid": "Mid (L2-3)", "acc_hard": "Hard (L4-5)"} | {
     f"acc_level{k}": f"L{k}" for k in range(1, 6)
 }
@@ -176,13 +194,13 @@ def read_run(path: str | Path, step: int | None = None) -> RunResult:
 
 
 # ---------------------------------------------------------------------------------------------- tables
-def _average(values: list[float | None]) -> float:
+def average(values: list[float | None]) -> float:
     if not values or any(v is None or (isinstance(v, float) and math.isnan(v)) for v in values):
         return float("nan")
     return sum(values) / len(values)
 
 
-def _experiment(run: str) -> str:
+def experiment(run: str) -> str:
     return ALIASES.get(run, run)
 
 
@@ -195,13 +213,13 @@ def paper_tables(results: dict[str, RunResult]) -> list[tuple[Table, "object"]]:
         columns = [BENCHMARK_NAMES[b] for b in BENCHMARKS[table.paper]]
         records = []
         for row in table.rows:
-            result = results.get(_experiment(row.run))
+            result = results.get(experiment(row.run))
             if result is None:
                 continue
             ours = [result.final.get(b) for b in BENCHMARKS[table.paper]]
             paper = list(row.paper) if row.paper else [None] * len(columns)
-            paper_avg = row.paper_avg if row.paper_avg is not None else _average(paper)
-            ours_avg = _average(ours)
+            paper_avg = row.paper_avg if row.paper_avg is not None else average(paper)
+            ours_avg = average(ours)
             records.append({"run": row.label, "": "ours", **dict(zip(columns, ours)), "AVG": ours_avg})
             records.append({"run": "", "": "paper", **dict(zip(columns, paper)), "AVG": paper_avg})
             delta = [o - p if o is not None and p is not None else None for o, p in zip(ours, paper)]
@@ -216,7 +234,7 @@ def other_runs_table(results: dict[str, RunResult]):
     """Runs that match no paper row: ours only, every benchmark they validated on."""
     import pandas as pd
 
-    known = {_experiment(r.run) for t in TABLES for r in t.rows}
+    known = {experiment(r.run) for t in TABLES for r in t.rows}
     others = [r for name, r in results.items() if name not in known]
     if not others:
         return None
@@ -226,7 +244,7 @@ def other_runs_table(results: dict[str, RunResult]):
     for r in others:
         values = [r.final.get(ds) for ds in names]
         records.append({"run": r.name, **{BENCHMARK_NAMES.get(d, d): v for d, v in zip(names, values)},
-                        "AVG": _average(values)})
+                        "AVG": average(values)})
     return pd.DataFrame.from_records(records)
 
 
@@ -266,7 +284,11 @@ def render(results: dict[str, RunResult]) -> str:
         lines += ["", "Runs without a paper row", _fmt(others, 2)]
     levels = level_table(results)
     if levels is not None:
-        lines += ["", "MATH500 by difficulty level (HA-DW §5.1; the paper prints no per-level numbers)", _fmt(levels, 1)]
+        lines += [
+            "",
+            "MATH500 by difficulty level (HA-DW §5.1; the paper prints no per-level numbers)",
+            _fmt(levels, 1),
+        ]
         gain = hard_gain(results)
         if gain:
             lines.append(gain)

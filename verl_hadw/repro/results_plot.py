@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from verl_hadw.repro.catalogue import BENCHMARK_NAMES, BENCHMARKS, TABLES
-from verl_hadw.repro.results import RunResult, _average, _experiment
 from verl_hadw.plotting import pyplot, save_figure
+from verl_hadw.repro.catalogue import BENCHMARK_NAMES, BENCHMARKS, TABLES
+from verl_hadw.repro.results import RunResult, average, experiment
 
 __all__ = ["plot"]
 
@@ -22,7 +22,7 @@ def plot(results: dict[str, RunResult], path: str | Path) -> Path:
     paper_values = {}
     for table in TABLES:
         for row in table.rows:
-            exp = _experiment(row.run)
+            exp = experiment(row.run)
             for ds, value in zip(BENCHMARKS[table.paper], row.paper):
                 if value is not None:
                     paper_values.setdefault((exp, ds), value)
@@ -40,7 +40,7 @@ def plot(results: dict[str, RunResult], path: str | Path) -> Path:
                 # the paper's AVG: the mean over its benchmarks, at steps where all of them were validated
                 have = bench is not None and all(b in result.curves for b in bench)
                 series = result.curves[list(bench)].dropna().mean(axis=1) if have else None
-                final = _average([result.final.get(b) for b in bench]) if bench else float("nan")
+                final = average([result.final.get(b) for b in bench]) if bench else float("nan")
             else:
                 series = result.curves[ds].dropna() if ds in result.curves else None
                 final = result.final.get(ds, float("nan"))
@@ -50,7 +50,7 @@ def plot(results: dict[str, RunResult], path: str | Path) -> Path:
                 # the final evaluation pass (<run>/eval/): one star at the evaluated step
                 ax.plot([result.step], [final], marker="*", ms=12, color=color, ls="none")
             if ds == "AVG" and bench is not None:
-                row = next((r for t in TABLES for r in t.rows if _experiment(r.run) == name and r.paper_avg), None)
+                row = next((r for t in TABLES for r in t.rows if experiment(r.run) == name and r.paper_avg), None)
                 if row is not None:
                     ax.axhline(row.paper_avg, color=color, ls="--", lw=1)
             elif (name, ds) in paper_values:

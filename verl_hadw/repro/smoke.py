@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from verl_hadw.anchor import AnchorState
-from verl_hadw.callback import STATE_FILE
+from verl_hadw.anchor.file_format import STATE_FILE
 from verl_hadw.toy.launch import parse_steps
 
 __all__ = ["Check", "HADW_METRICS", "DGPO_METRICS", "VERL_METRICS", "run_checks", "check_stop_tokens", "render"]
@@ -23,7 +23,13 @@ HADW_METRICS = (
     "hadw/anchor_prior", "hadw/anchor_posterior", "hadw/batch_acc", "hadw/eta_t", "hadw/sigma_t", "hadw/phi_mean",
     "hadw/phi_std", "hadw/phi_min", "hadw/phi_max", "hadw/frac_amplified", "hadw/actor_recoveries",
 )
-DGPO_METRICS = ("dgpo/valid_groups", "dgpo/zero_var_groups", "dgpo/valid_token_ratio", "dgpo/weight_min", "dgpo/weight_max")
+DGPO_METRICS = (
+    "dgpo/valid_groups",
+    "dgpo/zero_var_groups",
+    "dgpo/valid_token_ratio",
+    "dgpo/weight_min",
+    "dgpo/weight_max",
+)
 # verl 0.9.1 trainer/ppo/metric_utils.py: clip_ratio = share of responses whose length equals max_response_length
 VERL_METRICS = ("critic/score/mean", "critic/score/max", "response_length/mean", "response_length/clip_ratio")
 # special tokens a chat template closes a turn with (Qwen/ChatML, Llama 3, Gemma)
@@ -50,13 +56,23 @@ def _get(config: dict, dotted: str, default=None):
 # ------------------------------------------------------------------------------------- log-based checks
 def check_progress(first: dict, resumed: dict) -> Check:
     if not first or sorted(first) != list(range(1, max(first) + 1)):
-        return Check("steps", "FAIL", f"the first phase logged steps {sorted(first)}, not 1..N: training stopped early (read its log)")
+        return Check(
+            "steps",
+            "FAIL",
+            f"the first phase logged steps {sorted(first)}, not 1..N: training stopped early (read its log)",
+        )
     saved = max(first)
     if not resumed:
-        return Check("steps", "FAIL", "the resumed phase logged no step: it crashed or had nothing left to train (read its log)")
+        return Check(
+            "steps", "FAIL", "the resumed phase logged no step: it crashed or had nothing left to train (read its log)"
+        )
     if min(resumed) != saved + 1:
-        return Check("steps", "FAIL", f"the resumed phase started at step {min(resumed)}, not {saved + 1}: verl did not resume "
-                     f"from global_step_{saved} (trainer.resume_mode=auto and trainer.default_local_dir must match)")
+        return Check(
+            "steps",
+            "FAIL",
+            f"the resumed phase started at step {min(resumed)}, not {saved + 1}: verl did not resume "
+            f"from global_step_{saved} (trainer.resume_mode=auto and trainer.default_local_dir must match)",
+        )
     return Check("steps", "PASS", f"steps 1..{saved}, then resumed at {saved + 1}..{max(resumed)}")
 
 
@@ -70,9 +86,13 @@ def check_metrics(steps: dict, estimator: str, base: str) -> Check:
     missing = {step: names for step, names in missing.items() if names}
     if missing:
         step, names = next(iter(missing.items()))
-        return Check("metrics", "FAIL", f"{len(missing)} step(s) lack metrics, e.g. step {step}: {', '.join(names)}. Keep "
-                     "'console' in trainer.logger; hadw/dgpo metrics need trainer.checkpoint_callback_class="
-                     "verl_hadw.callback.HadwCheckpointCallback and algorithm.hadw.log_metrics=true")
+        return Check(
+            "metrics",
+            "FAIL",
+            f"{len(missing)} step(s) lack metrics, e.g. step {step}: {', '.join(names)}. Keep "
+            "'console' in trainer.logger; hadw/dgpo metrics need trainer.checkpoint_callback_class="
+            "verl_hadw.callback.HadwCheckpointCallback and algorithm.hadw.log_metrics=true",
+        )
     return Check("metrics", "PASS", f"{len(wanted)} metrics on every step ({estimator})")
 
 
@@ -85,8 +105,12 @@ def check_truncation(steps: dict, max_response_length, limit: float) -> Check:
     text = (f"{share:.1%} of responses end at max_response_length={max_response_length} "
             f"(mean length {sum(mean_len) / max(len(mean_len), 1):.0f})")
     if share > limit:
-        return Check("truncation", "FAIL", f"{text}, more than {limit:.0%}: responses do not stop. Check the stop tokens "
-                     "(below) and the prompt template before spending GPU-days on cut-off answers")
+        return Check(
+            "truncation",
+            "FAIL",
+            f"{text}, more than {limit:.0%}: responses do not stop. Check the stop tokens "
+            "(below) and the prompt template before spending GPU-days on cut-off answers",
+        )
     return Check("truncation", "PASS", text)
 
 
@@ -105,15 +129,23 @@ def check_reward(steps: dict) -> Check:
 # ----------------------------------------------------------------------------------- checkpoint checks
 def check_checkpoints(ckpt_dir: Path, saved: int, estimator: str) -> Check:
     if not (ckpt_dir / f"global_step_{saved}").is_dir():
-        return Check("checkpoint", "FAIL", f"no {ckpt_dir}/global_step_{saved}: the first phase saved nothing to resume from "
-                     "(trainer.save_freq, trainer.default_local_dir)")
+        return Check(
+            "checkpoint",
+            "FAIL",
+            f"no {ckpt_dir}/global_step_{saved}: the first phase saved nothing to resume from "
+            "(trainer.save_freq, trainer.default_local_dir)",
+        )
     folders = sorted(ckpt_dir.glob("global_step_*"), key=lambda p: int(p.name.split("_")[-1]))
     if estimator != "hadw":
         return Check("checkpoint", "PASS", f"{len(folders)} verl checkpoint(s) (no anchor: estimator {estimator})")
     missing = [p.name for p in folders if not (p / STATE_FILE).is_file()]
     if missing:
-        return Check("checkpoint", "FAIL", f"{', '.join(missing)} hold no {STATE_FILE}: a resume would lose the HA-DW anchor. "
-                     "Set trainer.checkpoint_callback_class=verl_hadw.callback.HadwCheckpointCallback (v1 trainer)")
+        return Check(
+            "checkpoint",
+            "FAIL",
+            f"{', '.join(missing)} hold no {STATE_FILE}: a resume would lose the HA-DW anchor. "
+            "Set trainer.checkpoint_callback_class=verl_hadw.callback.HadwCheckpointCallback (v1 trainer)",
+        )
     return Check("checkpoint", "PASS", f"{STATE_FILE} in all {len(folders)} checkpoint(s)")
 
 
@@ -132,8 +164,12 @@ def check_anchor_resume(first: dict, resumed: dict, ckpt_dir: Path) -> Check:
     expected = state.observe(nxt, 0, resumed[nxt]["hadw/batch_acc"], 1).prior
     prior = resumed[nxt]["hadw/anchor_prior"]
     if not math.isclose(prior, expected, rel_tol=1e-9, abs_tol=1e-12):
-        return Check("anchor resume", "FAIL", f"step {nxt} used prior {prior!r} but the anchor saved at step {saved} gives "
-                     f"{expected!r} (posterior {posterior!r}): the resume started a new anchor")
+        return Check(
+            "anchor resume",
+            "FAIL",
+            f"step {nxt} used prior {prior!r} but the anchor saved at step {saved} gives "
+            f"{expected!r} (posterior {posterior!r}): the resume started a new anchor",
+        )
     return Check("anchor resume", "PASS", f"step {nxt} prior {prior:.6g} continues the anchor saved at step {saved} "
                  f"(posterior {posterior:.6g})")
 
@@ -164,7 +200,9 @@ def check_stop_tokens(model: str, fix_dir: str | None = None) -> Check:
     tok = json.loads(tok_file.read_text())
     added = {v["content"]: int(k) for k, v in tok.get("added_tokens_decoder", {}).items()}
     fast = _model_file(model, "tokenizer.json")  # transformers 5 keeps the special tokens' ids only here
-    added.update({t["content"]: int(t["id"]) for t in json.loads(fast.read_text()).get("added_tokens", [])} if fast else {})
+    added.update(
+        {t["content"]: int(t["id"]) for t in json.loads(fast.read_text()).get("added_tokens", [])} if fast else {}
+    )
     template = tok.get("chat_template") or ""
     template = json.dumps(template) if not isinstance(template, str) else template  # a list of named templates
     jinja = _model_file(model, "chat_template.jinja")
@@ -181,10 +219,12 @@ def check_stop_tokens(model: str, fix_dir: str | None = None) -> Check:
         what = f"turns end with {', '.join(ends)}" if ends else "the chat template closes turns with no special token"
         return Check("stop tokens", "PASS", f"{what}; generation stops at ids {stop}")
     fixed = sorted(set(stop) | {added[t] for t in missing})
-    detail = (f"the chat template closes each turn with {', '.join(f'{t} (id {added[t]})' for t in missing)} but generation "
-              f"stops only at ids {stop} (tokenizer eos {eos!r}, generation_config eos_token_id): a response that writes "
-              f"it runs on to max_response_length. Fix: eos_token_id {fixed} in the generation_config.json of a local copy "
-              "of the model")
+    detail = (
+        f"the chat template closes each turn with {', '.join(f'{t} (id {added[t]})' for t in missing)} but generation "
+        f"stops only at ids {stop} (tokenizer eos {eos!r}, generation_config eos_token_id): a response that writes "
+        f"it runs on to max_response_length. Fix: eos_token_id {fixed} in the generation_config.json of a local copy "
+        "of the model"
+    )
     if fix_dir:
         os.makedirs(fix_dir, exist_ok=True)
         Path(fix_dir, "generation_config.json").write_text(json.dumps({**gen, "eos_token_id": fixed}, indent=2) + "\n")

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize
 
-from verl_hadw.research.theory import _binom_pmf, _check_G
+from verl_hadw.research.theory import binom_pmf, check_group_size
 
 __all__ = ["LambdaInterval", "lambda_interval"]
 
@@ -39,7 +39,7 @@ class LambdaInterval:
 
 def _conditional_tail(G: int, k: int, p: float, upper: bool) -> float:
     """P(R ≥ k | S; p) (upper) or P(R ≤ k | S; p), R ~ Binomial(G, p) restricted to 1..G-1."""
-    pmf = _binom_pmf(G, np.asarray(p, dtype=float))
+    pmf = binom_pmf(G, np.asarray(p, dtype=float))
     inner = pmf[1:G]
     ks = np.arange(1, G)
     tail = inner[ks >= k].sum() if upper else inner[ks <= k].sum()
@@ -76,7 +76,7 @@ def lambda_interval(
 
     from verl_hadw.estimators import hadw_weights
 
-    G = _check_G(G)
+    G = check_group_size(G)
     k = round(p_hat * G)
     if not 1 <= k <= G - 1 or abs(k - p_hat * G) > 1e-9:
         raise ValueError(f"p_hat must be k/G with 1 <= k <= G-1 (a non-degenerate group), got {p_hat} for G={G}")

@@ -20,7 +20,6 @@ import math
 import numpy as np
 from scipy import integrate, stats
 
-
 __all__ = [
     "PAPER_TABLE4",
     "PAPER_TABLE5",
@@ -70,13 +69,14 @@ def _as_p(p) -> np.ndarray:
     return p
 
 
-def _check_G(G: int) -> int:
+def check_group_size(G: int) -> int:
+    """G (rollouts per prompt) as an int, refused unless an integer >= 2."""
     if isinstance(G, bool) or int(G) != G or G < 2:
         raise ValueError(f"G (rollouts per prompt) must be an integer >= 2, got {G!r}")
     return int(G)
 
 
-def _binom_pmf(G: int, p: np.ndarray) -> np.ndarray:
+def binom_pmf(G: int, p: np.ndarray) -> np.ndarray:
     """(..., G+1) P(R = k) for k = 0..G, broadcast over p."""
     k = np.arange(G + 1)
     return stats.binom.pmf(k, G, p[..., None])
@@ -88,7 +88,7 @@ def p_nondegenerate(G: int, p) -> np.ndarray:
 
     Computed as -expm1(G·log1p(-p)) - p^G, accurate for small p and large G.
     """
-    G, p = _check_G(G), _as_p(p)
+    G, p = check_group_size(G), _as_p(p)
     with np.errstate(divide="ignore"):
         return -np.expm1(G * np.log1p(-p)) - p**G
 
@@ -99,7 +99,7 @@ def expected_baseline(G: int, p) -> np.ndarray:
     At p = 0 and p = 1 (P(S) = 0) the limits 1/G and (G-1)/G are returned: the only non-degenerate group
     left is the one with a single success (failure).
     """
-    G, p = _check_G(G), _as_p(p)
+    G, p = check_group_size(G), _as_p(p)
     ps = p_nondegenerate(G, p)
     with np.errstate(invalid="ignore", divide="ignore"):
         value = (p - p**G) / ps  # Eq. (32)
@@ -109,7 +109,7 @@ def expected_baseline(G: int, p) -> np.ndarray:
 def bias(G: int, p) -> np.ndarray:
     """A - E[Â | S] = E[p̂ | S] - p (Lemma 2): > 0 for p < 0.5 (hard: Â under-estimates A), < 0 for p > 0.5,
     0 at p = 0.5 (Theorem 1). Shape of ``p``; limits 1/G at p = 0 and -1/G at p = 1."""
-    G, p = _check_G(G), _as_p(p)
+    G, p = check_group_size(G), _as_p(p)
     ps = p_nondegenerate(G, p)
     with np.errstate(invalid="ignore", divide="ignore"):
         value = (p * (1 - p) ** G + p ** (G + 1) - p**G) / ps  # Lemma 2
@@ -134,9 +134,9 @@ def prob_deviation(G: int, p, eps: float, side: str = "auto") -> np.ndarray:
         raise ValueError(f"side must be 'auto', 'under' or 'over', got {side!r}")
     if eps < 0:
         raise ValueError(f"eps must be >= 0, got {eps}")
-    G, p = _check_G(G), _as_p(p)
+    G, p = check_group_size(G), _as_p(p)
     k = np.arange(G + 1)
-    pmf = _binom_pmf(G, p)
+    pmf = binom_pmf(G, p)
     inner = (k >= 1) & (k <= G - 1)
     pp = p[..., None]
     lo_k, hi_k = np.round(G * (pp + eps), 9), np.round(G * (pp - eps), 9)  # exact ties stay exact (see above)
@@ -171,7 +171,7 @@ def _average_over_p(fn, G: int, lo: float, hi: float, weighted: bool = False) ->
     """
     if not 0.0 <= lo < hi <= 1.0:
         raise ValueError(f"need 0 <= lo < hi <= 1, got lo={lo}, hi={hi}")
-    G = _check_G(G)
+    G = check_group_size(G)
     cuts = np.unique(np.concatenate([[lo, hi], np.arange(1, G) / G]))
     cuts = cuts[(cuts >= lo) & (cuts <= hi)]
     a, b = cuts[:-1, None], cuts[1:, None]
@@ -201,7 +201,7 @@ def prob_overestimate(G: int, lo: float, hi: float, weighted: bool = False) -> f
 
 def table6_quantity(G: int) -> float:
     """(G/2)·∫_0^{2/G} f(p) dp with f = P(Â < A | S): the paper's Table 6 (Corollary 2's window p < 2/G)."""
-    G = _check_G(G)
+    G = check_group_size(G)
     return prob_underestimate(G, 0.0, min(2.0 / G, 1.0))
 
 
@@ -254,7 +254,7 @@ def continuous_reward_bias(G: int, dist, tau: float = 0.5) -> float:
     computed with ``scipy.integrate.quad`` (integrated by parts over the CDF). Positive: the group baseline
     over-shoots (advantages of hard prompts are under-estimated), as in the binary case.
     """
-    G = _check_G(G)
+    G = check_group_size(G)
     if not 0.0 < tau < 1.0:
         raise ValueError(f"tau must lie in (0, 1), got {tau}")
 
@@ -293,7 +293,7 @@ def grpo_update_magnitude(G: int, p, unbiased_std: bool = False) -> np.ndarray:
     std (``torch.std``), which is larger by sqrt(G/(G-1)): unbiased_std=True returns
     2G·sqrt(p(1-p))·sqrt((G-1)/G). Degenerate groups (p ∈ {0, 1}) give 0.
     """
-    G, p = _check_G(G), _as_p(p)
+    G, p = check_group_size(G), _as_p(p)
     total = 2 * G * np.sqrt(p * (1 - p))  # DGPO Theorem 1
     return total * math.sqrt((G - 1) / G) if unbiased_std else total
 
@@ -301,7 +301,7 @@ def grpo_update_magnitude(G: int, p, unbiased_std: bool = False) -> np.ndarray:
 def dgae_update_magnitude(G: int, p=None) -> np.ndarray:
     """Σ_i |Â_DG,i| = G for any non-degenerate group under DGAE's MAD normalisation (DGPO Theorem 2);
     0 for a degenerate group (p ∈ {0, 1}). Shape of ``p`` (a scalar G when ``p`` is None)."""
-    G = _check_G(G)
+    G = check_group_size(G)
     if p is None:
         return np.asarray(float(G))
     p = _as_p(p)

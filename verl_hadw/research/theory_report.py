@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from verl_hadw.research.lambda_range import lambda_interval
 from verl_hadw.plotting import pyplot, save_figure
+from verl_hadw.research.lambda_range import lambda_interval
 from verl_hadw.research.theory import (
     PAPER_TABLE4,
     PAPER_TABLE5,

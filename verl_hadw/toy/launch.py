@@ -45,8 +45,14 @@ def environment(assets: str) -> dict:
 
 
 def command(overrides: list[str], config_name: str = "demo") -> list[str]:
-    return [sys.executable, "-m", "verl.trainer.main_ppo", f"--config-path={config_dir()}",
-            f"--config-name={config_name}", *overrides]
+    """main_ppo with the demo config, plus what ``trainer.v1.trainer_mode`` needs (``toy.modes``; the user's
+    own overrides come last and win)."""
+    from verl_hadw.toy.modes import mode_overrides
+
+    extra = mode_overrides(overrides, config_dir(), config_name)
+    head = [sys.executable, "-m", "verl.trainer.main_ppo", f"--config-path={config_dir()}"]
+    head.append(f"--config-name={config_name}")
+    return [*head, *extra, *overrides]
 
 
 def ensure_assets(assets: str, test_rows: int = 32) -> None:
@@ -75,7 +81,10 @@ def run(assets: str, overrides: list[str], cwd: str | None = None, on_line=None,
     """Run main_ppo; returns (exit code, full output). ``on_line`` sees each output line as it arrives."""
     ensure_assets(assets, test_rows)
     proc = subprocess.Popen(
-        command(overrides), cwd=cwd or os.getcwd(), env=environment(assets), stdout=subprocess.PIPE,
+        command(overrides),
+        cwd=cwd or os.getcwd(),
+        env=environment(assets),
+        stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
     )
@@ -113,8 +122,9 @@ def table_printer(out=sys.stdout):
 
     def on_line(line: str) -> None:
         for step, values in parse_steps(line).items():
-            cells = [fmt.format(step if metric is None else values.get(metric, float("nan")))
-                     for _, metric, fmt in TABLE]
+            cells = [
+                fmt.format(step if metric is None else values.get(metric, float("nan"))) for _, metric, fmt in TABLE
+            ]
             out.write(" ".join(cells) + "\n")
             out.flush()
 

@@ -3,7 +3,7 @@
 A synthetic prompt population with latent difficulty, a logit policy with per-prompt logits and a shared
 skill, G binary rollouts per prompt in verl's batch layout (uids, shuffled rows, padding rows, token masks),
 advantages from verl's own ``ray_trainer.compute_advantage`` and SGD on verl's token-mean loss.
-``verl-hadw simulate`` runs it (``verl_hadw.cli.simulate``). Modules: ``env`` (environment, policy,
+``verl-hadw simulate`` runs it (``verl_hadw.cli.simulate_cmd``). Modules: ``env`` (environment, policy,
 batches, loss), ``methods`` (the compared configurations and suites), ``runner`` (runs), ``report``
 (aggregation, CSV, PNG). Importing this package imports nothing heavy.
 """

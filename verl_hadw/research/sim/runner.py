@@ -102,7 +102,8 @@ def run_one(
     from verl.utils.skip.skip_manager import SkipManager
 
     import verl_hadw.register  # noqa: F401  (what verl's plugin entry point loads: registers hadw/dgpo)
-    from verl_hadw import anchor_client, metrics
+    from verl_hadw import metrics
+    from verl_hadw.anchor import client as anchor_client
 
     key = state_key(method, seed)
     config = OmegaConf.create(method.algorithm(key))
@@ -114,7 +115,7 @@ def run_one(
     nan = float("nan")
     blank = {f: nan for f in RECORD_FIELDS[3:]}
     records = [{"method": method.name, "seed": seed, "step": 0, **blank, **policy.evaluate()}]
-    anchor_client.reset(key)
+    anchor_client.forget(key)
     try:
         with _quiet_single_thread():
             for step in range(1, cfg.steps + 1):
@@ -134,7 +135,7 @@ def run_one(
                 records.append(record)
     finally:
         SkipManager.set_step(-1)
-        anchor_client.reset(key)
+        anchor_client.forget(key)
     return records
 
 

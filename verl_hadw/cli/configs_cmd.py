@@ -9,6 +9,7 @@ import sys
 from verl_hadw.repro.catalogue import ALIASES, PAPERS, plan
 from verl_hadw.repro.compose import available_runs, compose_run, config_dir, describe, run_dir, validate_like_main_ppo
 
+
 def _cmd_configs(args: argparse.Namespace) -> int:
     from omegaconf import OmegaConf
 
@@ -56,7 +57,9 @@ def _cmd_configs(args: argparse.Namespace) -> int:
             print(OmegaConf.to_yaml(cfg, resolve=True), end="")
         else:
             record = validate_like_main_ppo(cfg, deep=True)
-            print(f"{run}: ok (verl validate_config, TaskRunner {record['trainer_cls']}, estimator {record['estimator']})")
+            print(
+                f"{run}: ok (verl validate_config, TaskRunner {record['trainer_cls']}, estimator {record['estimator']})"
+            )
         return 0
     print(config_dir())
     return 0

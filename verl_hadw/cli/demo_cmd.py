@@ -1,4 +1,4 @@
-"""``verl-hadw demo``, synthetic batches: verl's own ``compute_advantage`` and ``Tracking`` logger, no model.
+"""``verl-hadw demo``: synthetic batches through verl's own ``compute_advantage`` and ``Tracking`` logger, no model.
 
 Each step draws G rollouts for B prompts of graded difficulty from a policy whose skill rises, builds a
 verl ``DataProto`` (uids, token rewards, response masks, one padding row as verl's balancer adds), runs
@@ -53,7 +53,9 @@ def run_demo(estimator: str = "hadw", steps: int = 12, seed: int = 0) -> None:
         SkipManager.set_step(step)  # what verl's trainer does before each step
         data = compute_advantage(synthetic_batch(rng, step), estimator, config=config)
         adv = data.batch["advantages"]
-        logger.log(data={"critic/advantages/max": float(adv.max()), "critic/advantages/min": float(adv.min())}, step=step)
+        logger.log(
+            data={"critic/advantages/max": float(adv.max()), "critic/advantages/min": float(adv.min())}, step=step
+        )
     SkipManager.set_step(-1)
 
 

@@ -4,7 +4,7 @@ One training step t may reach the estimator in several calls (verl's ``separate_
 step into K mini-batches). The state machine therefore keeps one *open* step: every call of that step sees
 the same prior C_t⁻ and adds its correct/valid counts to y_t; the posterior C_t⁺ (Eq. 8) is committed when
 the first call of a later step arrives. Nothing here touches Ray, torch or files: the Ray actor
-(``anchor_store``) and the checkpoint callback wrap this class without changing its maths.
+(``stores``) and the persistence back-ends wrap this class without changing its maths.
 """
 
 from __future__ import annotations
@@ -12,21 +12,20 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field, replace
 
+from verl_hadw.errors import AnchorStepError
 from verl_hadw.options import AnchorConfig
 
-__all__ = ["AnchorState", "AnchorView", "AnchorStepError", "population_std"]
+__all__ = ["SCHEMA_VERSION", "READABLE_SCHEMAS", "AnchorState", "AnchorView", "AnchorStepError", "population_std"]
 
-SCHEMA_VERSION = 1
+# 2: anchor files also record the run's options (``anchor.compatibility``); the state's fields are those of 1.
+SCHEMA_VERSION = 2
+READABLE_SCHEMAS = (1, 2)
 # Freeze warning: the anchor stayed within FREEZE_ANCHOR_MOVE over its last m values (max - min, so an anchor
 # that merely returned to an old value does not count) while the batch accuracy moved more than
 # FREEZE_ACCURACY_MOVE away from it (mean of the last m y_t vs C_t⁺). A y_t - y_{t-m} test would miss slow
 # ramps: 0.30 -> 0.95 over 150 steps moves y by only 0.044 per 10 steps.
 FREEZE_ANCHOR_MOVE = 1e-3
 FREEZE_ACCURACY_MOVE = 0.05
-
-
-class AnchorStepError(RuntimeError):
-    """A call arrived for a step older than the anchor's open step (e.g. a resume that lost its state)."""
 
 
 def population_std(values: list[float]) -> float:
@@ -177,7 +176,7 @@ class AnchorState:
         """Rebuild a state; ``config`` (the run's current anchor config) overrides the saved one."""
         data = dict(data)
         version = data.pop("schema_version", None)
-        if version != SCHEMA_VERSION:
-            raise ValueError(f"unsupported anchor state schema_version {version!r} (expected {SCHEMA_VERSION})")
-        saved = AnchorConfig(**data.pop("config"))
-        return cls(config=config or saved, **data)
+        if version not in READABLE_SCHEMAS:
+            raise ValueError(f"unsupported anchor state schema_version {version!r} (readable: {READABLE_SCHEMAS})")
+        saved = data.pop("config")
+        return cls(config=config or AnchorConfig(**saved), **data)

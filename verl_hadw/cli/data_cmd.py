@@ -6,9 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from verl_hadw.repro import data as _data
 from verl_hadw.repro.catalogue import DATASETS, PAPERS, paper_datasets
 from verl_hadw.repro.data import DataSourceError, prepare
-from verl_hadw.repro import data as _data
+
 
 def _parse_sources(items: list[str]) -> dict[str, str]:
     sources = {}
@@ -28,7 +29,8 @@ def data_main(args: argparse.Namespace) -> int:
         return 0
     try:
         papers = list(PAPERS) if args.paper == "all" else [args.paper]
-        written = prepare(args.out, papers, _parse_sources(args.source), args.only, args.hf_cache)
+        written = prepare(args.out, papers, _parse_sources(args.source), args.only, args.hf_cache,
+                          allow_row_mismatch=args.allow_row_mismatch)
     except DataSourceError as exc:
         print(f"verl-hadw data: {exc}", file=sys.stderr)
         return 2
@@ -46,8 +48,11 @@ def add_subcommand(sub) -> None:
     p.add_argument("--out", default="data", help="output directory (default: ./data)")
     p.add_argument("--paper", default="all", choices=["all", *PAPERS], help="which paper's files (default: all)")
     p.add_argument("--source", action="append", default=[], metavar="NAME=PATH",
-                   help="local copy of a dataset (parquet/jsonl/json/csv file or directory); repeatable")
+                   help="local copy of a dataset: a parquet/jsonl/json/csv file (also .gz), a save_to_disk "
+                   "directory or a downloaded Hub folder (read as its README.md's configs say); repeatable")
     p.add_argument("--only", nargs="+", metavar="NAME", help="prepare only these datasets")
     p.add_argument("--hf-cache", help="Hugging Face datasets cache directory")
+    p.add_argument("--allow-row-mismatch", action="store_true",
+                   help="use a Hub set or a folder whose row count differs from the full set's (default: stop)")
     p.add_argument("--list", action="store_true", help="list the datasets and their Hugging Face sources")
     p.set_defaults(func=data_main)

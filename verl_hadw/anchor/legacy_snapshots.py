@@ -1,14 +1,16 @@
-"""The HA-DW anchor across restarts of verl's legacy trainer (``trainer.use_v1=false``), which has no checkpoint hook.
+"""The legacy back-end: the anchor across restarts of verl's legacy trainer (``trainer.use_v1=false``).
 
-verl 0.9.1's legacy ``RayPPOTrainer.fit`` calls the estimator in its driver once per step N, *before*
-``_save_checkpoint`` creates ``global_step_N/`` and updates ``latest_checkpointed_iteration.txt``; nothing
-after that call changes the anchor within step N. So the estimator saves the anchor itself after every
-observation, atomically, to ``<default_local_dir>/verl_hadw_anchor/step_N.json`` (the payload of the v1
-callback's file). A resumed process first reaches the estimator at step S = N + 1; it then loads the
-snapshot of the ``global_step_N`` folder verl resumed from, found the way verl finds it.
+verl 0.9.1's legacy ``RayPPOTrainer.fit`` has no checkpoint hook. It calls the estimator in its driver once
+per step N, *before* ``_save_checkpoint`` creates ``global_step_N/`` and updates
+``latest_checkpointed_iteration.txt``; nothing after that call changes the anchor within step N. So the client
+saves the anchor after every observation (``after_step``), atomically, to
+``<default_local_dir>/verl_hadw_anchor/step_N.json`` (the payload of the v1 callback's file). A resumed process
+first reaches the estimator at step S = N + 1, where the client is built: ``load`` then restores the snapshot
+of the ``global_step_N`` folder verl resumed from, found the way verl finds it.
 
-The trainer keys come from the ``algorithm`` node's root (``OmegaConf.select(config, "..trainer.KEY")``):
-verl passes ``config=self.config.algorithm``, a child of the full resolved config.
+The trainer keys come from the ``algorithm`` node's root (``OmegaConf.select(config, "..trainer")``): verl
+passes ``config=self.config.algorithm``, a child of the full resolved config. ``from_config`` reads them once,
+when the estimator builds the client.
 """
 
 from __future__ import annotations
@@ -17,15 +19,19 @@ import contextlib
 import logging
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from verl_hadw.anchor_client import MissingAnchorStateError
-from verl_hadw.steps import trainer_step
+from verl_hadw.anchor.checkpoint_dirs import resolve_resume_dir, step_of
+from verl_hadw.anchor.compatibility import options_of
+from verl_hadw.anchor.file_format import STATE_FILE, payload, read_state_file, write_state_file
+from verl_hadw.anchor.persistence import Persistence, continue_under
+from verl_hadw.errors import ALLOW_MISSING_STATE, RESUME_ELSEWHERE, MissingAnchorStateError
+from verl_hadw.options import HadwConfig
 
-__all__ = ["LegacyCheckpoint", "from_config", "SNAPSHOT_DIR"]
+__all__ = ["LegacySnapshots", "from_config", "SNAPSHOT_DIR"]
 
 logger = logging.getLogger(__name__)
 
@@ -34,29 +40,30 @@ _SNAPSHOT = re.compile(r"step_(\d+)\.json(?:\.tmp\.\d+)?")
 
 
 @dataclass(frozen=True)
-class LegacyCheckpoint:
+class LegacySnapshots(Persistence):
     """Where the legacy trainer checkpoints (``trainer.*``), and the anchor snapshots beside its checkpoints."""
 
     local_dir: str  # trainer.default_local_dir, made absolute against the driver's cwd as verl does
     resume_mode: str
     resume_from_path: str | None
     save_freq: int
+    options: dict = field(default_factory=dict, compare=False)  # the run's (compatibility.options_of)
+
+    handles_resume = True
 
     def snapshot_path(self, step: int, local_dir: str | None = None) -> str:
         return os.path.join(local_dir or self.local_dir, SNAPSHOT_DIR, f"step_{step}.json")
 
     # --------------------------------------------------------------------------------------------- save
-    def save(self, step: int, key: str, state: dict) -> None:
+    def after_step(self, step: int, key: str, state: dict) -> None:
         """Write the anchor after step ``step``'s observation; drop snapshots of steps verl never saved."""
-        if self.save_freq <= 0 or trainer_step() != step:  # verl never checkpoints / not inside a trainer
+        if self.save_freq <= 0:  # verl never checkpoints
             return
-        payload = {"global_step": step, "state_key": key, "state": state}
+        snapshot = payload(step, key, state, self.options)
         data_pt = os.path.join(self.local_dir, f"global_step_{step}", "data.pt")
         if os.path.exists(data_pt):  # an older run's checkpoint of this step that verl is about to overwrite
-            payload["replaces_data_pt_mtime_ns"] = os.stat(data_pt).st_mtime_ns
-        from verl_hadw.callback import write_state_file
-
-        write_state_file(self.snapshot_path(step), payload)
+            snapshot["replaces_data_pt_mtime_ns"] = os.stat(data_pt).st_mtime_ns
+        write_state_file(self.snapshot_path(step), snapshot)
         self._prune(step)
 
     def _prune(self, step: int) -> None:
@@ -72,21 +79,22 @@ class LegacyCheckpoint:
                     os.remove(os.path.join(folder, name))
 
     # --------------------------------------------------------------------------------------------- load
-    def load(self, step: int, key: str, allow_missing: bool) -> dict | None:
-        """The anchor state saved at step ``step - 1`` for the checkpoint verl resumed from.
+    def load(self, cfg: HadwConfig, step: int | None) -> dict | None:
+        """The anchor state saved at step ``step - 1`` for the checkpoint verl resumed from (None: step 1, or
+        outside a trainer).
 
-        None when there is none and ``allow_missing`` (the caller then starts a fresh anchor); otherwise a
+        None when there is none and ``allow_missing_state`` (with a warning: a fresh anchor); otherwise a
         missing, mismatched or stale snapshot raises ``MissingAnchorStateError``.
         """
-        from verl_hadw.callback import STATE_FILE, _step_of, resolve_resume_dir
-
-        previous = step - 1
+        if step is None or step <= 1:
+            return None
+        key, previous = cfg.state_key, step - 1
         trainer = {"resume_mode": self.resume_mode, "default_local_dir": self.local_dir}
         folder = resolve_resume_dir(OmegaConf.create({**trainer, "resume_from_path": self.resume_from_path}))
-        if folder is not None and _step_of(folder) != previous:
+        if folder is not None and step_of(folder) != previous:
             raise MissingAnchorStateError(
                 f"HA-DW anchor '{key}': verl's first training step in this process is {step}, but the checkpoint "
-                f"trainer.resume_mode={self.resume_mode!r} points to is {folder} (step {_step_of(folder)}): "
+                f"trainer.resume_mode={self.resume_mode!r} points to is {folder} (step {step_of(folder)}): "
                 "latest_checkpointed_iteration.txt changed after verl loaded its checkpoint. Give each run its own "
                 "trainer.default_local_dir and restart."
             )
@@ -96,7 +104,7 @@ class LegacyCheckpoint:
         ]
         for path in candidates:
             if os.path.exists(path):
-                return self._read(path, previous, folder, key)
+                return continue_under(self._read(path, previous, folder), cfg, self.options, path)
         message = (
             f"HA-DW anchor '{key}': the legacy trainer resumed at step {step} "
             + (f"from {folder}, but found no anchor snapshot for step {previous} "
@@ -104,41 +112,33 @@ class LegacyCheckpoint:
                if folder else f"but found no checkpoint folder (trainer.resume_mode={self.resume_mode!r}, "
                f"trainer.default_local_dir={self.local_dir})")
             + ". With trainer.use_v1=false the estimator writes it at every step when trainer.save_freq > 0; this "
-            "checkpoint was written without it. Resume from a checkpoint that has it, or set "
-            "+algorithm.hadw.allow_missing_state=true to continue with a fresh anchor."
+            f"checkpoint was written without it. Resume from a checkpoint that has it, or {ALLOW_MISSING_STATE}."
         )
-        if not allow_missing:
-            raise MissingAnchorStateError(message)
+        self.missing(cfg, message)
         return None
 
     @staticmethod
-    def _read(path: str, previous: int, folder: str, key: str) -> dict:
-        from verl_hadw.callback import read_state_file
-
+    def _read(path: str, previous: int, folder: str) -> dict:
+        """The checked payload of the snapshot ``path`` of step ``previous`` for the checkpoint ``folder``."""
         try:  # the v1 callback's checks: readable, complete, valid fields, the step verl resumes from
             saved = read_state_file(path, previous)
         except ValueError as exc:
             raise MissingAnchorStateError(
-                f"HA-DW anchor file {path} {exc} ({folder}). Resume from another checkpoint "
-                "(trainer.resume_mode=resume_path), or set +algorithm.hadw.allow_missing_state=true to continue "
-                "with a fresh anchor."
+                f"HA-DW anchor file {path} {exc} ({folder}). Ways out: {RESUME_ELSEWHERE}, or {ALLOW_MISSING_STATE}."
             ) from exc
         replaced = saved.get("replaces_data_pt_mtime_ns")
         data_pt = os.path.join(folder, "data.pt")
         if replaced is not None and os.path.exists(data_pt) and os.stat(data_pt).st_mtime_ns == replaced:
             raise MissingAnchorStateError(
                 f"{path} was written by a later run that stopped before verl re-saved {folder}: that folder still "
-                "holds an older run's checkpoint, whose anchor was overwritten. Resume from another checkpoint "
-                "(trainer.resume_mode=resume_path), or set +algorithm.hadw.allow_missing_state=true and delete "
-                f"{path} to continue with a fresh anchor."
+                f"holds an older run's checkpoint, whose anchor was overwritten. Ways out: {RESUME_ELSEWHERE}, or "
+                f"delete {path} and {ALLOW_MISSING_STATE}."
             )
-        if saved.get("state_key") != key:
-            logger.warning(f"restoring anchor '{saved.get('state_key')}' as algorithm.hadw.state_key='{key}'")
         logger.info(f"HA-DW anchor restored from {path} (step {previous})")
-        return saved["state"]
+        return saved
 
 
-def from_config(algorithm) -> LegacyCheckpoint | None:
+def from_config(algorithm) -> LegacySnapshots | None:
     """The legacy trainer's checkpoint settings, or None: v1 trainer, or ``algorithm`` is not part of a full
     verl config (a plain dict or a detached node, as in unit use), or it names no ``default_local_dir``."""
     if not isinstance(algorithm, DictConfig):
@@ -152,9 +152,10 @@ def from_config(algorithm) -> LegacyCheckpoint | None:
     local_dir = trainer.get("default_local_dir")
     if not isinstance(local_dir, str):
         return None
-    return LegacyCheckpoint(
+    return LegacySnapshots(
         local_dir=local_dir if os.path.isabs(local_dir) else os.path.join(os.getcwd(), local_dir),
         resume_mode=str(trainer.get("resume_mode", "auto")),
         resume_from_path=trainer.get("resume_from_path"),
         save_freq=int(trainer.get("save_freq", -1)),
+        options=options_of(algorithm),
     )

@@ -13,4 +13,6 @@ def options(_args: argparse.Namespace) -> int:
 
 
 def add_subcommand(sub) -> None:
-    sub.add_parser("options", help="print every algorithm.hadw / algorithm.dgpo option (defaults, docs)").set_defaults(func=options)
+    sub.add_parser("options", help="print every algorithm.hadw / algorithm.dgpo option (defaults, docs)").set_defaults(
+        func=options
+    )

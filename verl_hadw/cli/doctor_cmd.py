@@ -42,7 +42,10 @@ def doctor(_args: argparse.Namespace) -> int:
     for line in (proc.stdout if registered else proc.stderr).strip().splitlines()[-4:]:
         print(f"       {line}")
     if not registered:
-        problems.append("the plugin did not register (verl hides plugin import errors: try 'python -c \"import verl_hadw.register\"')")
+        problems.append(
+            "the plugin did not register (verl hides plugin import errors: "
+            "try 'python -c \"import verl_hadw.register\"')"
+        )
 
     try:
         import ray

@@ -32,7 +32,8 @@ def smoke_main(args: argparse.Namespace) -> int:
 def add_subcommand(sub) -> None:
     p = sub.add_parser(
         "smoke-check",
-        help="verdict of scripts/gpu_smoke.sh: truncation, zero reward, metrics, anchor files, anchor resume, stop tokens",
+        help="verdict of scripts/gpu_smoke.sh: truncation, zero reward, metrics, anchor files, anchor resume, "
+        "stop tokens",
         description="Check a smoke run (scripts/gpu_smoke.sh writes these files). Exit 0: pass, 1: a check failed.",
     )
     p.add_argument("--config", required=True, help="the run's resolved config (verl-hadw configs --show RUN ...)")

@@ -1,0 +1,153 @@
+"""The package's import graph: no loops, dependencies only downward, no private names across modules, a lazy CLI.
+
+The rooms and what each may import are the Modules table of the design notes (README "Layout"). Every import
+counts, also those inside functions (an import loop through a lazy import is still a loop).
+"""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "verl_hadw"
+
+# room -> (the modules in it, as prefixes of dotted names; the rooms it may import besides itself)
+CORE = ["base", "anchor", "core", "hooks"]
+ROOMS = {
+    "base": (["verl_hadw", "verl_hadw.errors", "verl_hadw.process_state", "verl_hadw.options", "verl_hadw.groups",
+              "verl_hadw.config_paths", "verl_hadw.console_log", "verl_hadw.plotting"], []),
+    "anchor": (["verl_hadw.anchor"], ["base"]),
+    "core": (["verl_hadw.estimators", "verl_hadw.metrics", "verl_hadw.steps", "verl_hadw.validation",
+              "verl_hadw.config_check", "verl_hadw.reward", "verl_hadw.dynamic_sampling"], ["base", "anchor"]),
+    "hooks": (["verl_hadw.callback", "verl_hadw.register"], ["base", "anchor", "core"]),
+    "cpu": (["verl_hadw.cpu"], CORE),
+    "toy": (["verl_hadw.toy"], CORE),
+    "repro": (["verl_hadw.repro"], CORE + ["toy"]),
+    "research": (["verl_hadw.research"], CORE + ["toy"]),
+    "cli": (["verl_hadw.cli"], CORE + ["cpu", "toy", "repro", "research"]),
+}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts}
+
+
+def room_of(module: str) -> str:
+    """The room whose longest prefix matches ``module``."""
+    best = max(
+        ((prefix, room) for room, (prefixes, _) in ROOMS.items() for prefix in prefixes
+         if module == prefix or (prefix != "verl_hadw" and module.startswith(prefix + "."))),
+        key=lambda pair: len(pair[0]),
+        default=(None, None),
+    )
+    assert best[1] is not None, f"{module} is in no room: add it to ROOMS (and the README Layout)"
+    return best[1]
+
+
+def imports_of(module: str) -> list[tuple[str, list[str], int]]:
+    """(imported verl_hadw module, names taken from it, line) for every import statement of ``module``."""
+    path = MODULES[module]
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out += [(a.name, [], node.lineno) for a in node.names if a.name.split(".")[0] == "verl_hadw"]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(
+                    package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else [])
+                )
+            if base.split(".")[0] != "verl_hadw":
+                continue
+            names = [a.name for a in node.names]
+            submodules = [f"{base}.{n}" for n in names if f"{base}.{n}" in MODULES]
+            out += [(m, [], node.lineno) for m in submodules]  # ``from pkg import module``
+            out.append((base, [n for n in names if f"{base}.{n}" not in MODULES], node.lineno))
+    return [(target, names, line) for target, names, line in out if target in MODULES]
+
+
+GRAPH = {m: imports_of(m) for m in MODULES}
+
+
+def test_every_module_is_in_a_room():
+    assert len(MODULES) > 40
+    for module in MODULES:
+        room_of(module)
+
+
+def test_no_import_loops():
+    edges = {m: {t for t, _, _ in GRAPH[m] if t != m} for m in GRAPH}
+    state, loops = {}, []
+
+    def visit(m, path):
+        state[m] = "open"
+        for t in sorted(edges[m]):
+            if state.get(t) == "open":
+                loops.append(" -> ".join(path[path.index(t):] + [t]))
+            elif t not in state:
+                visit(t, path + [t])
+        state[m] = "done"
+
+    for m in sorted(edges):
+        if m not in state:
+            visit(m, [m])
+    assert loops == [], "import loops:\n" + "\n".join(loops)
+
+
+def test_dependencies_point_only_downward():
+    upward = []
+    for module, imports in GRAPH.items():
+        room = room_of(module)
+        allowed = {room, *ROOMS[room][1]}
+        upward += [f"{module}:{line} imports {t} ({room} -> {room_of(t)})"
+                   for t, _, line in imports if room_of(t) not in allowed]
+    assert upward == [], "imports against the layering:\n" + "\n".join(upward)
+
+
+def test_no_private_name_is_imported_across_modules():
+    private = [f"{module}:{line} imports {t}.{n}" for module, imports in GRAPH.items() for t, names, line in imports
+               for n in names if n.startswith("_") and not n.startswith("__") and t != module]
+    private += [f"{module}:{line} imports {t}" for module, imports in GRAPH.items() for t, _, line in imports
+                if any(part.startswith("_") and not part.startswith("__") for part in t.split("."))]
+    assert private == [], "\n".join(private)
+
+
+def test_the_graph_sees_what_it_checks():
+    """The checks above would pass on an empty graph: make sure they see the known edges."""
+    client = {t for t, _, _ in GRAPH["verl_hadw.anchor.client"]}
+    assert {"verl_hadw.anchor.stores", "verl_hadw.errors", "verl_hadw.process_state"} <= client
+    assert "verl_hadw.estimators" in {t for t, _, _ in GRAPH["verl_hadw.validation"]}  # a lazy import
+    assert room_of("verl_hadw.anchor.machine") == "anchor" and room_of("verl_hadw") == "base"
+
+
+def test_no_two_modules_share_a_file_name():
+    names = {}
+    for module, path in MODULES.items():
+        if path.name not in ("__init__.py", "__main__.py"):
+            names.setdefault(path.name, []).append(module)
+    shared = {n: ms for n, ms in names.items() if len(ms) > 1}
+    assert shared == {}, f"file names used by several modules: {shared}"
+
+
+@pytest.mark.parametrize("argv", [None, ["options"], ["doctor", "--help"]])
+def test_the_cli_imports_no_repro_or_research_module_it_does_not_run(argv):
+    code = (
+        "import sys\n"
+        "import verl_hadw.cli as cli\n"
+        + ("" if argv is None else f"try:\n    cli.main({argv!r})\nexcept SystemExit:\n    pass\n")
+        + "print(sorted(m for m in sys.modules if m.startswith(('verl_hadw.repro', 'verl_hadw.research'))))\n"
+        "print(sorted(m for m in sys.modules if m.startswith('verl_hadw.cli.')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    loaded, commands = out.strip().splitlines()[-2:]
+    assert loaded == "[]"
+    expected = [] if argv is None else [f"verl_hadw.cli.{argv[0]}_cmd"]
+    assert commands == repr(expected)

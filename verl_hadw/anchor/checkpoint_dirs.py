@@ -1,0 +1,85 @@
+"""verl's ``global_step_N`` checkpoint folders: which one a run resumes from, their step, and a fallback.
+
+``resolve_resume_dir`` follows verl's own ``_load_checkpoint`` (``trainer.resume_mode`` auto / resume_path /
+disable, ``latest_checkpointed_iteration.txt`` through verl's ``find_latest_ckpt_path``), so the anchor is
+restored from the folder verl loads.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from verl_hadw.anchor.file_format import STATE_FILE, read_state_file
+from verl_hadw.errors import ConfigError
+
+__all__ = ["resolve_resume_dir", "check_step_folder", "step_of", "earlier_valid_checkpoint"]
+
+
+def resolve_resume_dir(trainer_config) -> str | None:
+    """The ``global_step_N`` folder verl's ``_load_checkpoint`` will resume from, or None (fresh start)."""
+    from verl.utils.checkpoint.checkpoint_manager import find_latest_ckpt_path
+
+    mode = trainer_config.get("resume_mode", "auto")
+    if mode == "disable":
+        return None
+    if mode == "auto":
+        folder = trainer_config.default_local_dir
+        if not os.path.isabs(folder):
+            folder = os.path.join(os.getcwd(), folder)
+        return find_latest_ckpt_path(folder)
+    if mode == "resume_path":
+        path = trainer_config.get("resume_from_path")
+        if not isinstance(path, str) or "global_step_" not in path:
+            raise ConfigError(f"trainer.resume_from_path must name a global_step_N folder, got {path!r}")
+        return check_step_folder(path if os.path.isabs(path) else os.path.join(os.getcwd(), path), path)
+    raise ConfigError(f"trainer.resume_mode={mode!r} is not valid; choose one of: auto, disable, resume_path")
+
+
+_STEP_FOLDER = re.compile(r"global_step_(\d+)")
+
+
+def check_step_folder(folder: str, given: str) -> str:
+    """``folder`` if it is an existing ``.../global_step_N`` folder; else a ConfigError naming the one to use.
+
+    verl reads N as ``int(path.split("global_step_")[-1])``, so a path inside a checkpoint
+    (``.../global_step_4/actor``) or with a trailing slash ends in a raw ValueError in verl's trainer. It is
+    refused here, before training, rather than resolved: verl would still read the original path.
+    """
+    if not folder.split("global_step_")[-1].isdigit():
+        # the innermost .../global_step_N/ component, if the path goes inside one
+        inside = [m for m in _STEP_FOLDER.finditer(folder) if folder[m.end() : m.end() + 1] in ("/", os.sep)]
+        fix = f"set trainer.resume_from_path={folder[: inside[-1].end()]}" if inside else "name the folder itself"
+        raise ConfigError(
+            f"trainer.resume_from_path={given!r} does not end in a global_step_N folder (verl reads N from the "
+            f"path's end): {fix}."
+        )
+    if not os.path.isdir(folder):
+        raise ConfigError(f"trainer.resume_from_path={given!r}: no such checkpoint folder ({folder} does not exist).")
+    return folder
+
+
+def step_of(folder: str) -> int:
+    """N of a ``global_step_N`` folder."""
+    return int(os.path.basename(os.path.normpath(folder)).split("global_step_")[-1])
+
+
+def earlier_valid_checkpoint(folder: str) -> str | None:
+    """The newest other ``global_step_K`` (K < N) beside ``folder`` that verl can resume (``actor/`` present)
+    and whose anchor file is valid, or None."""
+    parent, step = os.path.dirname(os.path.normpath(folder)), step_of(folder)
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return None
+    steps = sorted((int(n[12:]) for n in names if n.startswith("global_step_") and n[12:].isdigit()), reverse=True)
+    for k in (k for k in steps if k < step):
+        candidate = os.path.join(parent, f"global_step_{k}")
+        if not os.path.isdir(os.path.join(candidate, "actor")):
+            continue
+        try:
+            read_state_file(os.path.join(candidate, STATE_FILE), k)
+        except ValueError:
+            continue
+        return candidate
+    return None

@@ -1,0 +1,75 @@
+"""The v1 back-end: the anchor in every verl checkpoint folder, ``global_step_N/verl_hadw_anchor.json``.
+
+The checkpoint callback builds the anchor client with this back-end in verl's driver, before verl loads its
+own checkpoint: ``load`` resolves the resume folder exactly as verl does and restores the anchor, checking its
+step against N; ``on_checkpoint`` (verl's ``on_save``) writes the file atomically. A missing or damaged file
+ends in one error naming the file, the problem and the ways out (an earlier valid checkpoint,
+``allow_missing_state``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from verl_hadw.anchor.checkpoint_dirs import earlier_valid_checkpoint, resolve_resume_dir, step_of
+from verl_hadw.anchor.file_format import STATE_FILE, payload, read_state_file, write_state_file
+from verl_hadw.anchor.persistence import Persistence, continue_under
+from verl_hadw.errors import ALLOW_MISSING_STATE, CALLBACK_OVERRIDE, AnchorFileError, MissingAnchorStateError
+from verl_hadw.options import HadwConfig
+
+__all__ = ["CheckpointFiles"]
+
+logger = logging.getLogger(__name__)
+
+
+class CheckpointFiles(Persistence):
+    """``trainer_config``: verl's ``trainer`` node (``resume_mode``, ``default_local_dir``, ``resume_from_path``);
+    ``options``: the run's options (``compatibility.options_of``), which every file records and a resume compares."""
+
+    handles_resume = True
+
+    def __init__(self, trainer_config, options: dict):
+        self.trainer_config = trainer_config
+        self.options = options
+        self.restored_step: int | None = None  # N of the global_step_N the anchor came from
+
+    def load(self, cfg: HadwConfig, step: int | None = None) -> dict | None:
+        folder = resolve_resume_dir(self.trainer_config)
+        if folder is None:
+            return None  # fresh run: an explicit start
+        path = os.path.join(folder, STATE_FILE)
+        if not os.path.exists(path):
+            return self._missing(
+                cfg,
+                folder,
+                f"resuming from {folder} but it holds no HA-DW anchor ({STATE_FILE}): that checkpoint was not "
+                f"written with {CALLBACK_OVERRIDE}",
+                MissingAnchorStateError,
+            )
+        try:
+            saved, problem = read_state_file(path, step_of(folder)), None
+        except ValueError as exc:
+            problem = str(exc)
+        if problem is not None:  # raised outside the except: one error, not a chain ending in a JSONDecodeError
+            return self._missing(cfg, folder, f"cannot restore the HA-DW anchor: {path} {problem}", AnchorFileError)
+        state = continue_under(saved, cfg, self.options, path)
+        self.restored_step = step_of(folder)
+        logger.info(f"HA-DW anchor restored from {path} (step {self.restored_step})")
+        return state
+
+    def _missing(self, cfg: HadwConfig, folder: str, message: str, error: type[MissingAnchorStateError]) -> None:
+        """``message`` plus the ways out: an earlier valid checkpoint, or a fresh anchor."""
+        earlier = earlier_valid_checkpoint(folder)
+        where = (
+            f"{earlier}, the newest earlier checkpoint with a valid anchor file (trainer.resume_mode=resume_path "
+            f"trainer.resume_from_path={earlier})"
+            if earlier
+            else f"an earlier global_step_N folder whose {STATE_FILE} is valid (none found beside {folder})"
+        )
+        self.missing(cfg, f"{message}. Ways out: resume from {where}; or {ALLOW_MISSING_STATE}.", error)
+
+    def on_checkpoint(self, step: int, key: str, state: dict, folder: str) -> None:
+        if state["open_step"] not in (None, step):
+            logger.warning(f"saving anchor at verl step {step} but the anchor's last step is {state['open_step']}")
+        write_state_file(os.path.join(folder, STATE_FILE), payload(step, key, state, self.options))

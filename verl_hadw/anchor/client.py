@@ -1,0 +1,176 @@
+"""Driver-side access to the anchor: (step, call) ids, the store, and the persistence back-end.
+
+The estimator runs in verl's driver (the TaskRunner actor) and tells the client the trainer's step of each
+call (None outside a trainer) and the trainer's run. Each ``algorithm.hadw.state_key`` has one client here and
+one store (``stores``: a named Ray actor when Ray is up, else this process), kept in ``process_state.PROCESS``.
+A client gets its persistence back-end (``persistence``) when it is built, and restores from it then; its store
+starts from exactly that state (None: a fresh anchor), whatever an earlier run of this process left in Ray.
+
+**A run** is what one client serves. A new one starts, with a new client, when
+
+- verl's checkpoint callback is built (a new v1 trainer: ``open_client``), or
+- without the callback, at the estimator's first call of a new verl ``fit()`` (both trainers call
+  ``SkipManager.init`` at its start: the ``run`` token the estimator passes changes), or at a trainer step lower
+  than the client's last one (a restarted loop that did not go through ``fit()``).
+
+So a fresh run never sees another run's anchor, with or without Ray, and a resumed one restores its own (the
+legacy back-end reads the snapshot of the step verl resumed from). Outside a trainer (no step, no run) a
+client lives until ``process_state.reset`` (or ``forget``).
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from typing import Callable
+
+from verl_hadw.anchor.machine import AnchorView
+from verl_hadw.anchor.persistence import Persistence
+from verl_hadw.anchor.stores import make_store
+from verl_hadw.errors import ALLOW_MISSING_STATE, CALLBACK_OVERRIDE, FRESH_ANCHOR_WARNING, MissingAnchorStateError
+from verl_hadw.options import AnchorConfig, HadwConfig
+from verl_hadw.process_state import PROCESS
+
+__all__ = [
+    "AnchorClient",
+    "open_client",
+    "get_client",
+    "observe",
+    "state_dict",
+    "forget",
+    "MissingAnchorStateError",
+]
+
+logger = logging.getLogger(__name__)
+
+class AnchorClient:
+    """One experiment's anchor: assigns (step, call) ids, sends observations to its store, and hands its state
+    to its persistence back-end."""
+
+    def __init__(self, cfg: HadwConfig, persistence: Persistence | None = None, first_step: int | None = None):
+        self.key = cfg.state_key
+        self.config: AnchorConfig = cfg.anchor
+        self.allow_missing_state = cfg.allow_missing_state
+        self.persistence = persistence if persistence is not None else Persistence()
+        state = self.persistence.load(cfg, first_step)
+        # a back-end that handles resumes has restored, refused or warned already; without one, the first
+        # trainer step tells whether a resumed run lost its anchor
+        self.restored = state is not None or self.persistence.handles_resume
+        self.store = make_store(self.key, self.config, state)
+        self._step: int | None = None
+        self._call = 0
+        self.run: object | None = None  # the trainer run of its first trainer call (see the module docstring)
+
+    @property
+    def recoveries(self) -> int:
+        return self.store.recoveries
+
+    def next_ids(self, trainer_step: int | None) -> tuple[int, int]:
+        """(step, call) of the next estimator call; calls of one step are numbered 0, 1, ...
+
+        ``trainer_step``: verl's step, or None outside a trainer, where each call is a step of its own.
+        """
+        step = trainer_step
+        if step is None:
+            previous = self._step if self._step is not None else self.store.state_dict()["open_step"]
+            step = (previous or 0) + 1
+        elif self._step is None and not self.restored and step > 1:
+            self._check_fresh_start(step)
+        self._call = self._call + 1 if step == self._step else 0
+        self._step = step
+        return step, self._call
+
+    def begins_new_run(self, trainer_step: int | None, run: object | None) -> bool:
+        """Whether a call at ``trainer_step`` of the trainer run ``run`` belongs to a new run, not this client's."""
+        if trainer_step is None or self.run is None:
+            return False
+        return (run is not None and run is not self.run) or (self._step is not None and trainer_step < self._step)
+
+    def _check_fresh_start(self, step: int) -> None:
+        """First call of a process at step > 1: a resumed run whose anchor was not restored."""
+        message = (
+            f"HA-DW anchor '{self.key}' starts at training step {step} with no restored state: this run resumed "
+            f"from a checkpoint but the anchor was not loaded. With the v1 trainer set {CALLBACK_OVERRIDE} (it "
+            "saves and restores the anchor); the legacy trainer (trainer.use_v1=false) restores it from "
+            "<trainer.default_local_dir>/verl_hadw_anchor/step_N.json, written at every step when "
+            f"trainer.save_freq > 0. To go on instead, {ALLOW_MISSING_STATE}."
+        )
+        if not self.allow_missing_state:
+            raise MissingAnchorStateError(message)
+        logger.warning(f"{message} {FRESH_ANCHOR_WARNING}")
+
+    def observe(self, correct: float, count: int, trainer_step: int | None = None) -> AnchorView:
+        """Add one estimator call's counts (Σ accuracy, valid responses) and return the step's anchor view."""
+        step, call = self.next_ids(trainer_step)
+        view = self.store.observe(step, call, correct, count)
+        if trainer_step is not None:
+            self.persistence.after_step(step, self.key, self.store.last_state())
+        if view.warn:
+            message = (
+                f"HA-DW anchor '{self.key}' is frozen: it moved < 1e-3 over {self.config.window} steps while the "
+                f"batch accuracy is > 0.05 away from it (anchor {view.posterior:.4f}, accuracy "
+                f"{view.batch_acc:.4f}). The literal Eq. 10 sigma shrinks with the anchor's own history; raise "
+                "algorithm.hadw.anchor.eta, set anchor.sigma_source=accuracy or anchor.eta_min > 0."
+            )
+            logger.warning(message)
+            warnings.warn(message, RuntimeWarning, stacklevel=3)
+        return view
+
+    def state_dict(self) -> dict:
+        """The current state (from the actor, or its mirror if it had to recover)."""
+        return self.store.state_dict()
+
+
+def open_client(cfg: HadwConfig, persistence: Persistence, first_step: int | None = None) -> AnchorClient:
+    """Build ``cfg.state_key``'s client with ``persistence`` (restoring from it), replacing any earlier one."""
+    client = PROCESS.anchors[cfg.state_key] = AnchorClient(cfg, persistence, first_step)
+    return client
+
+
+def get_client(
+    cfg: HadwConfig,
+    persistence: Callable[[], Persistence | None] | None = None,
+    trainer_step: int | None = None,
+    run: object | None = None,
+) -> AnchorClient:
+    """The client for ``cfg.state_key`` in the trainer run ``run`` (a token, compared by identity).
+
+    Built on first use, and again when the call begins a new run (``AnchorClient.begins_new_run``), with the
+    back-end ``persistence()`` returns (read only then) at ``trainer_step``. Within a run its anchor config may
+    not change.
+    """
+    client = PROCESS.anchors.get(cfg.state_key)
+    if client is not None and client.begins_new_run(trainer_step, run):
+        logger.info(
+            f"HA-DW anchor '{cfg.state_key}': a new training run in this process (step {trainer_step} after "
+            f"{client._step}{', a new fit()' if run is not client.run else ''}): it gets its own anchor"
+        )
+        client = None
+    if client is None:
+        client = open_client(cfg, persistence() if persistence else None, trainer_step)
+    elif client.config != cfg.anchor:
+        raise ValueError(
+            f"anchor state_key '{cfg.state_key}' is already in use with a different anchor config "
+            f"({client.config} vs {cfg.anchor}); give each experiment its own algorithm.hadw.state_key"
+        )
+    if trainer_step is not None and client.run is None:
+        client.run = run if run is not None else _NO_RUN
+    return client
+
+
+_NO_RUN = object()  # a trainer call without a run token (unit use): the run is then told by its steps alone
+
+
+def observe(cfg: HadwConfig, correct: float, count: int, trainer_step: int | None = None) -> AnchorView:
+    """Record one estimator call (Σ accuracy, number of valid responses) and return the step's anchor view."""
+    return get_client(cfg, trainer_step=trainer_step).observe(correct, count, trainer_step)
+
+
+def state_dict(cfg: HadwConfig) -> dict:
+    """The current state of ``cfg.state_key``'s anchor (from the actor, or its mirror if it had to recover)."""
+    return get_client(cfg).state_dict()
+
+
+def forget(key: str) -> None:
+    """Forget the anchor of ``key`` in this process (``process_state.reset`` forgets everything)."""
+    PROCESS.anchors.pop(key, None)

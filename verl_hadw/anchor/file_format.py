@@ -1,0 +1,179 @@
+"""The anchor file: its name, its schema checks, the checked read and the atomic write.
+
+Both persistence back-ends write the same payload, ``{"global_step": N, "state_key": ..., "options": {...},
+"state": AnchorState.to_dict()}``: the v1 callback into ``global_step_N/verl_hadw_anchor.json``, the legacy
+trainer's snapshots into ``verl_hadw_anchor/step_N.json``. ``options`` (schema 2) records the run's options as
+flat keys, which a resume compares with its own (``compatibility``); schema 1 files lack it. A file is read only
+through ``read_state_file``, which checks everything a hand edit, a foreign writer or an interrupted save could
+get wrong, and the step.
+
+Value ranges follow the saved run's units: with ``difficulty_from=accuracy`` (and in schema 1 files, which do
+not record it) y_t and the anchor are accuracies in [0, 1]; with ``difficulty_from=reward`` they are mean rewards,
+any finite number (DAPO's ±1 rewards give negative ones).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+
+from verl_hadw.anchor.machine import READABLE_SCHEMAS, AnchorState
+from verl_hadw.errors import ALLOW_MISSING_STATE, AnchorSaveError
+
+__all__ = ["STATE_FILE", "PAYLOAD_KEYS", "read_state_file", "write_state_file", "payload", "saved_units"]
+
+STATE_FILE = "verl_hadw_anchor.json"
+
+_JSON_TYPES = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean"}
+_STATE_FIELDS = {f.name for f in dataclasses.fields(AnchorState)} | {"schema_version"}
+# the top-level keys this version writes (the last by the legacy back-end); others are a newer version's
+PAYLOAD_KEYS = ("global_step", "state_key", "options", "state", "replaces_data_pt_mtime_ns")
+_DIFFICULTY_FROM = "algorithm.hadw.difficulty_from"
+
+
+def payload(step: int, key: str, state: dict, options: dict) -> dict:
+    """What an anchor file holds: the anchor state of ``state_key`` after training step ``step``, and the run's
+    options (``compatibility.options_of``)."""
+    return {"global_step": step, "state_key": key, "options": options, "state": state}
+
+
+def saved_units(saved: dict) -> str:
+    """``accuracy`` or ``reward``: what the anchor's numbers in a checked payload measure."""
+    options = saved.get("options")
+    return "reward" if isinstance(options, dict) and options.get(_DIFFICULTY_FROM) == "reward" else "accuracy"
+
+
+def _is_int(v, lo: int) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= lo
+
+
+def _is_num(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _is_prob(v) -> bool:
+    return _is_num(v) and 0.0 <= v <= 1.0
+
+
+def _field_problems(state: dict, units: str) -> list[str]:
+    """What is out of type or range in a saved ``AnchorState.to_dict()`` (hand edits, foreign writers).
+
+    ``units``: ``accuracy`` (values in [0, 1], Σ accuracy in [0, count]) or ``reward`` (finite numbers).
+    """
+    in_range, one, many = (
+        (_is_prob, "a number in [0, 1]", "numbers in [0, 1]") if units == "accuracy"
+        else (_is_num, "a finite number", "finite numbers")
+    )
+    bad = []
+    open_step, count = state["open_step"], state["count"]
+    if open_step is not None and not _is_int(open_step, 1):
+        bad.append(f"open_step={open_step!r} (expected null or an integer >= 1)")
+    if not _is_int(count, 1 if open_step is not None else 0):
+        bad.append(f"count={count!r} (expected an integer >= {1 if open_step is not None else 0})")
+    correct = state["correct"]
+    if units == "reward" and not _is_num(correct):
+        bad.append(f"correct={correct!r} (expected a finite number: the open step's sum of rewards)")
+    if units == "accuracy" and not (_is_num(correct) and 0 <= correct <= (count if _is_int(count, 0) else math.inf)):
+        bad.append(f"correct={correct!r} (expected a number in [0, count])")
+    prior = state["prior"]
+    if (open_step is None and prior is not None) or (open_step is not None and not in_range(prior)):
+        bad.append(f"prior={prior!r} (expected {one} with an open step, else null)")
+    calls = state["calls"]
+    if not isinstance(calls, list) or not all(_is_int(c, 0) for c in calls) or len(set(calls)) != len(calls):
+        bad.append(f"calls={calls!r} (expected a list of distinct integers >= 0)")
+    for key in ("posteriors", "accuracies"):
+        if not isinstance(state[key], list) or not all(in_range(v) for v in state[key]):
+            bad.append(f"{key}={state[key]!r} (expected a list of {many})")
+    if not bad and len(state["posteriors"]) != len(state["accuracies"]):
+        bad.append("posteriors and accuracies differ in length (they are committed together)")
+    committed_min = len(state["posteriors"]) if isinstance(state["posteriors"], list) else 0
+    if not _is_int(state["committed_steps"], committed_min):
+        bad.append(f"committed_steps={state['committed_steps']!r} (expected an integer >= len(posteriors))")
+    if not isinstance(state["warned_frozen"], bool):
+        bad.append(f"warned_frozen={state['warned_frozen']!r} (expected true or false)")
+    if not isinstance(state["config"], dict):
+        bad.append(f"config={state['config']!r} (expected an object)")
+    return bad
+
+
+def read_state_file(path: str, step: int) -> dict:
+    """The checked payload of ``path`` for a resume from ``global_step_{step}``.
+
+    Raises ValueError saying what is wrong with the file (the caller adds the path and the ways out).
+    """
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as exc:
+        raise ValueError(f"cannot be read ({exc.strerror or exc})") from exc
+    if not raw.strip():
+        raise ValueError(f"is empty ({len(raw)} bytes): the save that wrote it was interrupted")
+    try:
+        saved = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ValueError(f"is not valid JSON, truncated or corrupt ({exc})") from exc
+    if not isinstance(saved, dict):
+        raise ValueError(f"holds {_JSON_TYPES.get(type(saved), 'null')} where an object is expected")
+    missing = sorted({"global_step", "state_key", "state"} - saved.keys())
+    state = saved.get("state")
+    if not missing and not isinstance(state, dict):
+        raise ValueError(f"has a 'state' that is not an object ({state!r:.60})")
+    version = state.get("schema_version") if isinstance(state, dict) else None
+    if not missing and version not in READABLE_SCHEMAS:
+        raise ValueError(
+            f"has anchor schema_version {version!r} but this verl-hadw reads version "
+            f"{' or '.join(map(str, READABLE_SCHEMAS))} (written by another verl-hadw version?)"
+        )
+    if isinstance(state, dict):
+        missing += sorted(f"state.{k}" for k in _STATE_FIELDS - state.keys())
+    if version != 1 and "options" not in saved:
+        missing.append("options")
+    if missing:
+        raise ValueError(f"lacks the key(s) {', '.join(missing)}")
+    unknown = sorted(state.keys() - _STATE_FIELDS)
+    bad = _field_problems(state, saved_units(saved)) + [f"unknown key state.{k}" for k in unknown]
+    if "options" in saved and not isinstance(saved["options"], dict):
+        bad.append(f"options={saved['options']!r:.60} (expected an object)")
+    if not _is_int(saved["global_step"], 1) or not isinstance(saved["state_key"], str):
+        bad.append(
+            f"global_step={saved['global_step']!r}, state_key={saved['state_key']!r} (an integer >= 1, a string)"
+        )
+    if bad:
+        raise ValueError(f"has invalid fields: {'; '.join(bad)}")
+    if saved["global_step"] != step or state["open_step"] not in (None, step):
+        raise ValueError(
+            f"belongs to step {saved['global_step']} (anchor step {state['open_step']}) but verl resumes from "
+            f"step {step}: the file was copied from another checkpoint"
+        )
+    return saved
+
+
+def write_state_file(path: str, payload: dict) -> None:
+    """Write ``payload`` to ``path`` atomically: a temp file, fsync, rename (both back-ends' anchor files).
+
+    On any OS error the temp file is removed (an existing anchor file stays as it was) and AnchorSaveError
+    names the directory and the way on.
+    """
+    checkpoint_dir = os.path.dirname(path)
+    tmp = f"{path}.tmp.{os.getpid()}"
+    try:
+        os.makedirs(checkpoint_dir, exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(payload, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass  # never created, or already renamed
+        raise AnchorSaveError(
+            f"could not write the HA-DW anchor into {checkpoint_dir} ({exc.strerror or exc}): the directory is "
+            f"full or not writable; no partial {os.path.basename(path)} was left. verl may already list this "
+            "checkpoint as the latest, and resuming from it stops for the missing anchor: free space or fix the "
+            f"permissions and resume from the previous checkpoint (trainer.resume_mode=resume_path), or "
+            f"{ALLOW_MISSING_STATE}."
+        ) from exc

@@ -1,0 +1,151 @@
+"""Config checks around ``algorithm.hadw`` / ``algorithm.dgpo`` that the option parser cannot see.
+
+verl ignores keys it does not know, so a misspelt section (``+algorithm.hadww.lambda_scale=1.5``, ``algorithm.HADW``,
+``algorithm.dpgo``), an option one level too high (``+algorithm.lambda_scale``) or a section at the config root
+(``+hadw.lambda_scale``) would silently leave the run on the defaults: each is a ``ConfigError`` with "did you mean".
+Options of an estimator that is not selected (``algorithm.hadw.*`` under ``adv_estimator=dgpo``) are legal but have
+no effect: a warning names them. Pure Python (omegaconf only), run before training by the checkpoint callback.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import functools
+import re
+import warnings
+from typing import Any, Mapping
+
+from verl_hadw.errors import ConfigError, UnusedOptionsWarning
+from verl_hadw.options import DgpoConfig, HadwConfig, algorithm_node
+
+__all__ = ["check_sections", "unused_options", "warn_unused_options", "check_algorithm", "UnusedOptionsWarning"]
+
+SECTIONS = {"hadw": HadwConfig, "dgpo": DgpoConfig}
+
+
+def _option_names(cls: type) -> list[str]:
+    names = []
+    for f in dataclasses.fields(cls):
+        if f.metadata.get("kind") == "section":
+            names += _option_names(f.default_factory)
+        elif "kind" in f.metadata:
+            names.append(f.name)
+    return names
+
+
+@functools.lru_cache(maxsize=1)
+def _verl_algorithm_keys() -> frozenset[str]:
+    """Keys verl's own ``algorithm`` node may hold (its ``AlgoConfig`` fields and Hydra's ``_target_``)."""
+    from verl.trainer.config import AlgoConfig
+
+    return frozenset({f.name for f in dataclasses.fields(AlgoConfig)} | {"_target_"})
+
+
+def _squash(name: Any) -> str:
+    return re.sub(r"[^a-z0-9]", "", str(name).lower())
+
+
+def _near_section(name: Any) -> str | None:
+    """``hadw``/``dgpo`` when ``name`` is a near miss of it: case, separators, one or two letters off."""
+    squashed = _squash(name)
+    for section in SECTIONS:
+        if squashed == section or squashed.startswith(section) or squashed.endswith(section):
+            return section
+    hit = difflib.get_close_matches(squashed, list(SECTIONS), n=1, cutoff=0.7)
+    return hit[0] if hit else None
+
+
+def _looks_like(node: Any) -> bool:
+    """A near-miss name is only an error when its content looks like ours (or it differs by case/separators):
+    ``algorithm.dapo.foo`` of someone's own estimator is left alone, ``algorithm.dapo.temperature`` is not."""
+    if not isinstance(node, Mapping):
+        return True  # +algorithm.hadww=1.3: a scalar where a section belongs
+    names = [name for cls in SECTIONS.values() for name in _option_names(cls)]
+    return any(difflib.get_close_matches(str(k), names, n=1, cutoff=0.8) for k in node)
+
+
+def check_sections(algorithm: Any, root: Any = None) -> None:
+    """Raise ``ConfigError`` for a near-miss section name or a misplaced option (see the module docstring).
+
+    ``algorithm``: verl's ``algorithm`` node; ``root``: the full config, to look at its top-level keys too.
+    """
+    node = algorithm_node({"a": algorithm}, "a")
+    verl_keys = _verl_algorithm_keys()
+    options = {name: section for section, cls in SECTIONS.items() for name in _option_names(cls)}
+    for key, value in node.items():
+        if key in SECTIONS or key in verl_keys:
+            continue
+        section = _near_section(key)
+        if section is not None and (_squash(key) == section or _looks_like(value)):
+            raise ConfigError(
+                f"Unknown section 'algorithm.{key}': did you mean 'algorithm.{section}'? verl ignores unknown "
+                f"algorithm keys, so its options would have no effect. Valid sections: algorithm.hadw, algorithm.dgpo."
+            )
+        hit = difflib.get_close_matches(str(key), list(options), n=1, cutoff=0.85)
+        if hit:
+            raise ConfigError(
+                f"Unknown key 'algorithm.{key}': did you mean 'algorithm.{options[hit[0]]}.{hit[0]}'? Options of "
+                "the estimators live in their sections (+algorithm.hadw.<key>, +algorithm.dgpo.<key>)."
+            )
+    top = algorithm_node({"r": root}, "r") if root is not None else {}
+    for key in top:
+        section = _near_section(key) if _squash(key) != "algorithm" else None
+        if section is not None and (_squash(key) == section or _looks_like(top[key])):
+            raise ConfigError(
+                f"Unknown top-level section '{key}': did you mean 'algorithm.{section}'? The estimators read their "
+                f"options from algorithm.{section} only."
+            )
+
+
+def _set_keys(node: Mapping, prefix: str) -> list[str]:
+    keys = []
+    for key, value in node.items():
+        if isinstance(value, Mapping) and value:
+            keys += _set_keys(value, f"{prefix}.{key}")
+        else:
+            keys.append(f"{prefix}.{key}")
+    return keys
+
+
+def unused_options(algorithm: Any) -> list[str]:
+    """Dotted keys set under ``algorithm.hadw`` / ``algorithm.dgpo`` that the selected estimator never reads.
+
+    ``hadw`` reads ``algorithm.dgpo`` only as its base (``algorithm.hadw.base=dgpo``); its own threshold is
+    ``algorithm.hadw.success_threshold``.
+    ``dgpo`` reads ``algorithm.hadw.log_metrics``: the one metrics switch of both estimators.
+    """
+    estimator = algorithm.get("adv_estimator", "gae") if hasattr(algorithm, "get") else None
+    hadw, dgpo = algorithm_node(algorithm, "hadw"), algorithm_node(algorithm, "dgpo")
+    unused = []
+    if estimator != "hadw":
+        shared = ("algorithm.hadw.log_metrics",) if estimator == "dgpo" else ()
+        unused += [k for k in _set_keys(hadw, "algorithm.hadw") if k not in shared]
+    if estimator not in ("hadw", "dgpo"):
+        unused += _set_keys(dgpo, "algorithm.dgpo")
+    elif estimator == "hadw" and hadw.get("base", "grpo") != "dgpo":
+        unused += _set_keys(dgpo, "algorithm.dgpo")
+    return unused
+
+
+def warn_unused_options(algorithm: Any) -> list[str]:
+    """``unused_options``, with one ``UnusedOptionsWarning`` naming them (Python shows it once per process)."""
+    unused = unused_options(algorithm)
+    if unused:
+        estimator = algorithm.get("adv_estimator", "gae")
+        one = len(unused) == 1
+        warnings.warn(
+            f"{', '.join(unused)} {'is' if one else 'are'} set but algorithm.adv_estimator={estimator} does not read "
+            f"{'it' if one else 'them'}: {'it has' if one else 'they have'} no effect on this run (algorithm.hadw is "
+            "read by hadw; algorithm.dgpo by dgpo, and by hadw with algorithm.hadw.base=dgpo).",
+            UnusedOptionsWarning,
+            stacklevel=2,
+        )
+    return unused
+
+
+def check_algorithm(algorithm: Any, root: Any = None) -> list[str]:
+    """Both checks: near misses raise, unused options warn (returned). The callback runs it before training with
+    the full config; each estimator call runs it on its ``algorithm`` node too, for runs without the callback."""
+    check_sections(algorithm, root)
+    return warn_unused_options(algorithm)

@@ -1,0 +1,71 @@
+"""Every error the plugin raises, and each remedy its messages offer, written once.
+
+A message names what went wrong and the way out; the ways out that recur (start a fresh anchor, resume from
+another checkpoint, install the checkpoint callback) are the constants below, so every message says them alike.
+Pure Python: no verl, torch or Ray import.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigError",
+    "MissingAnchorStateError",
+    "AnchorFileError",
+    "AnchorSaveError",
+    "AnchorStepError",
+    "ResumeConflictError",
+    "AnchorActorError",
+    "MissingExtraError",
+    "UnusedOptionsWarning",
+    "ALLOW_MISSING_STATE",
+    "FRESH_ANCHOR_WARNING",
+    "RESUME_ELSEWHERE",
+    "CALLBACK_OVERRIDE",
+]
+
+# ------------------------------------------------------------------------------------------ remedy texts
+CALLBACK_OVERRIDE = "trainer.checkpoint_callback_class=verl_hadw.callback.HadwCheckpointCallback"
+ALLOW_MISSING_STATE = "set +algorithm.hadw.allow_missing_state=true to continue with a fresh anchor"
+RESUME_ELSEWHERE = "resume from another checkpoint (trainer.resume_mode=resume_path)"
+FRESH_ANCHOR_WARNING = "(allow_missing_state=true: continuing with a fresh anchor)"  # appended to the warning
+
+
+# ------------------------------------------------------------------------------------------ error classes
+class ConfigError(ValueError):
+    """A bad ``algorithm.hadw`` / ``algorithm.dgpo`` (or ``trainer.resume_*``) value; the message names the key
+    and what is valid."""
+
+
+class MissingAnchorStateError(RuntimeError):
+    """A resumed run reached HA-DW without the anchor it had before the restart."""
+
+
+class AnchorFileError(MissingAnchorStateError):
+    """A resume found ``verl_hadw_anchor.json`` but cannot use it: unreadable, corrupt, truncated, of an unknown
+    schema, with missing or out-of-range fields, or saved at another step. The message names the file, the
+    problem and the ways out."""
+
+
+class AnchorSaveError(RuntimeError):
+    """The anchor file could not be written (disk full, read-only, ...); no partial file is left."""
+
+
+class AnchorStepError(RuntimeError):
+    """A call arrived for a step older than the anchor's open step (e.g. a resume that lost its state)."""
+
+
+class ResumeConflictError(ConfigError):
+    """A resume changes an option that changes the meaning of the saved anchor or the method being trained
+    (``anchor.compatibility``); the message names each key, old -> new, and the ways out."""
+
+
+class AnchorActorError(RuntimeError):
+    """The anchor's Ray actor name is held by an actor that is not a verl-hadw anchor; the message names it."""
+
+
+class MissingExtraError(SystemExit):
+    """A CLI subcommand needs a pip extra that is not installed (the message names it)."""
+
+
+class UnusedOptionsWarning(UserWarning):
+    """Options are set for an estimator this run does not use (they have no effect)."""

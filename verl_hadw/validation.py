@@ -1,0 +1,34 @@
+"""The plugin's start-up check of a verl config: both option nodes, their section names, a registered estimator.
+
+verl hides plugin import errors and looks the estimator up only at the first training step; the checkpoint
+callback (and ``verl-hadw configs --validate``) call this before anything starts, so a typo stops the run at
+once with a message naming the key.
+"""
+
+from __future__ import annotations
+
+from verl_hadw import config_check
+from verl_hadw.dynamic_sampling import check_filter_groups
+from verl_hadw.errors import ConfigError
+from verl_hadw.options import parse_dgpo, parse_hadw
+
+__all__ = ["validate_config"]
+
+
+def validate_config(config) -> str:
+    """Parse both option nodes and check the estimator is registered; returns ``algorithm.adv_estimator``."""
+    from verl.trainer.ppo.core_algos import get_adv_estimator_fn
+
+    import verl_hadw.estimators  # noqa: F401  (registers even where the entry point was disabled or failed)
+
+    algorithm = config.algorithm
+    parse_hadw(algorithm)
+    parse_dgpo(algorithm)
+    config_check.check_algorithm(algorithm, config)  # near-miss sections raise; unused options warn
+    check_filter_groups(config)  # HA-DW with DAPO's dynamic sampling: refused (verl_hadw.dynamic_sampling)
+    estimator = algorithm.get("adv_estimator", "gae")
+    try:
+        get_adv_estimator_fn(estimator)
+    except ValueError as exc:
+        raise ConfigError(f"algorithm.adv_estimator={estimator!r} is not a registered estimator ({exc})") from exc
+    return estimator
