@@ -1,7 +1,7 @@
 """``verl-hadw``: one small module per subcommand; each imports its heavy dependencies only when run.
 
 ``doctor`` (is the plugin wired into verl?), ``demo`` (synthetic batches through verl's compute_advantage),
-``theory`` and ``simulate`` (research extra), ``configs``, ``data`` and ``results`` (repro extra).
+``theory``, ``simulate`` and ``study`` (research extra), ``configs``, ``data`` and ``results`` (repro extra).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ SUBCOMMANDS = {
     "demo": ("demo_cmd", None),
     "theory": ("theory_cmd", "research"),
     "simulate": ("simulate_cmd", "research"),
+    "study": ("study_cmd", "research"),
     "configs": ("configs_cmd", "repro"),
     "data": ("data_cmd", "repro"),
     "results": ("results_cmd", "repro"),

@@ -1,8 +1,9 @@
 """Build the CPU demo's assets locally: tokenizer, tiny random model and verl parquet (about 1 MB, seconds).
 
 ``python -m verl_hadw.toy.assets OUT_DIR`` writes ``OUT_DIR/model`` (a ``save_pretrained`` Qwen2 causal LM
-with its tokenizer) and ``OUT_DIR/data/{train,test}.parquet`` and ``OUT_DIR/task.py`` (the reward function verl
-loads by path). Deterministic for a seed; nothing is downloaded.
+with its tokenizer), ``OUT_DIR/data/{train,test}.parquet`` and ``OUT_DIR/task.py`` (the reward function verl
+loads by path).
+Deterministic for a seed; nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ CHAT_TEMPLATE = (
 )
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 CHARS = list(string.digits + string.ascii_lowercase + " #-\n.,:?!")
+# the task rows' version (2: four balanced tiers; 3: test prompts numbered after the training ones);
+# launch.ensure_assets rebuilds asset folders of another version
+VERSION = 3
 
 
 def _byte_symbol(char: str) -> str:
@@ -91,13 +95,13 @@ def build(out_dir: str, seed: int = 0, train_rows: int = 256, test_rows: int = 3
     model.save_pretrained(model_dir)
     tokenizer.save_pretrained(model_dir)
     paths = {"model": model_dir}
-    for split, n, split_seed in (("train", train_rows, seed), ("test", test_rows, seed + 1)):
+    for split, n, split_seed, first in (("train", train_rows, seed, 0), ("test", test_rows, seed + 1, train_rows)):
         paths[split] = os.path.join(data_dir, f"{split}.parquet")
-        pd.DataFrame(make_rows(n, split_seed, split)).to_parquet(paths[split])
+        pd.DataFrame(make_rows(n, split_seed, split, first)).to_parquet(paths[split])
     paths["reward"] = os.path.join(out_dir, "task.py")  # verl loads compute_score from this file
     shutil.copyfile(os.path.join(os.path.dirname(__file__), "task.py"), paths["reward"])
     with open(os.path.join(out_dir, "assets.json"), "w") as f:
-        json.dump({"seed": seed, **paths}, f, indent=1)
+        json.dump({"version": VERSION, "seed": seed, "test_rows": test_rows, **paths}, f, indent=1)
     return paths
 
 
@@ -105,8 +109,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("out_dir")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--test-rows", type=int, default=32, help="held-out prompts (a quarter per tier)")
     args = parser.parse_args()
-    for name, path in build(args.out_dir, args.seed).items():
+    for name, path in build(args.out_dir, args.seed, test_rows=args.test_rows).items():
         print(f"{name}: {path}")
 
 

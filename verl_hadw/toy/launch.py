@@ -8,6 +8,7 @@ what verl's extension points need (``VERL_USE_EXTERNAL_MODULES=verl_hadw.cpu``, 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import subprocess
@@ -37,6 +38,9 @@ def environment(assets: str) -> dict:
         RAY_DEDUP_LOGS="0",
         PYTHONUNBUFFERED="1",
     )
+    # Ray otherwise pre-starts one idle Python worker per logical CPU (16 here): seconds of start-up each
+    env.setdefault("RAY_prestart_worker_first_driver", "0")
+    env.setdefault("RAY_num_prestart_python_workers", "0")
     return env
 
 
@@ -51,11 +55,17 @@ def command(overrides: list[str], config_name: str = "demo") -> list[str]:
     return [*head, *extra, *overrides]
 
 
-def ensure_assets(assets: str) -> None:
-    if not os.path.exists(os.path.join(assets, "assets.json")):
-        from verl_hadw.toy.assets import build
+def ensure_assets(assets: str, test_rows: int = 32) -> None:
+    """Build the toy assets in ``assets`` unless a folder of the current task version is there."""
+    from verl_hadw.toy.assets import VERSION, build
 
-        build(assets)
+    path = os.path.join(assets, "assets.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            built = json.load(f)
+        if built.get("version") == VERSION and built.get("test_rows", 32) == test_rows:
+            return
+    build(assets, test_rows=test_rows)
 
 
 VOLATILE = re.compile(r"timing|(^|/)perf/|memory|throughput")  # wall-clock and memory readings
@@ -66,9 +76,10 @@ def stable_metrics(values: dict[str, float]) -> dict[str, float]:
     return {key: value for key, value in values.items() if not VOLATILE.search(key)}
 
 
-def run(assets: str, overrides: list[str], cwd: str | None = None, on_line=None, timeout: float = 900):
+def run(assets: str, overrides: list[str], cwd: str | None = None, on_line=None, timeout: float = 900,
+        test_rows: int = 32):
     """Run main_ppo; returns (exit code, full output). ``on_line`` sees each output line as it arrives."""
-    ensure_assets(assets)
+    ensure_assets(assets, test_rows)
     proc = subprocess.Popen(
         command(overrides),
         cwd=cwd or os.getcwd(),
@@ -124,6 +135,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--assets", default=os.path.join("runs", "cpu_assets"))
     parser.add_argument("--log", default=None, help="write verl's full output here and print a metrics table")
+    parser.add_argument("--plot", default=None, help="with --log: also save reward, C⁻ and y_t per step as this PNG")
     parser.add_argument("overrides", nargs="*", help="Hydra overrides for main_ppo")
     args = parser.parse_args()
     if args.log is None:
@@ -136,7 +148,19 @@ def main() -> None:
             f.write(log)
         if code != 0:
             sys.stdout.write(log[-4000:])
+        elif args.plot:
+            summarise_run(parse_steps(log), args.plot)
     sys.exit(code)
+
+
+def summarise_run(steps: dict[int, dict[str, float]], png: str) -> None:
+    """Print the first-5 / last-5 mean reward and write the run's PNG."""
+    from verl_hadw.toy.plot import plot_run, rise
+
+    if len(steps) >= 10:  # two separate 5-step windows
+        first, last = rise(steps)
+        print(f"mean reward: steps 1-5 {first:.3f}, last 5 steps {last:.3f} (rise {last - first:+.3f})")
+    print(f"plot: {plot_run(steps, png)}")
 
 
 if __name__ == "__main__":

@@ -1,11 +1,19 @@
-"""The toy task: "answer with one character from a given set", graded difficulty, binary reward.
+"""The toy task: "answer with one character from a given set", four difficulty tiers, binary reward.
 
-A prompt such as ``#17 pick a digit from 2-6`` is solved by a response whose first non-blank character is
-in the named set. Difficulty is graded by the set's size k: a letter (26), a digit (10), a vowel (5) or a
-digit from a range (1 to 9). The tiny model starts near-uniform over its 48 tokens, so it succeeds with
-probability about k / 48: ~54 % on "letter" prompts, a few percent on narrow ranges; mean accuracy starts
-near 0.2 and rises within a few dozen GRPO steps, so the HA-DW anchor and the hard/easy split have something
-to track. This file must stay dependency-free: verl loads ``compute_score`` by file path.
+A prompt such as ``#17 pick a vowel`` is solved by a response whose first non-blank character is in the
+named set. The tiers are graded by the set's size k against the tiny model's 48 tokens (a near-uniform
+random policy is right with probability about k / 48):
+
+- ``easy``: a letter (k = 26, ~54 %),
+- ``medium``: a digit (k = 10, ~21 %),
+- ``hard``: a vowel (k = 5, ~10 %),
+- ``hardest``: a digit from a range of 2 or 3 (k = 2-3, ~5 %).
+
+Rows cycle through the tiers, so a split holds them in equal shares and the mean reward starts near 0.22.
+Answering vowels whatever the prompt already earns 0.5, which a 60k-parameter model finds in a few dozen
+GRPO steps; more than 0.5 takes reading the prompt. Each tier is its own verl ``data_source``
+(``toy_<tier>``), so verl's validation logs one ``val-core/toy_<tier>/acc/mean@N`` per tier. This file
+must stay dependency-free: verl loads ``compute_score`` by file path.
 """
 
 from __future__ import annotations
@@ -13,41 +21,45 @@ from __future__ import annotations
 import random
 import string
 
-DATA_SOURCE = "verl_hadw/toy_chars"
-FAMILIES = {  # name -> allowed characters; "range" prompts draw a digit range instead
-    "letter": string.ascii_lowercase,
-    "digit": string.digits,
-    "vowel": "aeiou",
-}
+TIERS = ("easy", "medium", "hard", "hardest")  # graded by the share of tokens that answer them
+FAMILIES = {"easy": ("letter", string.ascii_lowercase), "medium": ("digit", string.digits), "hard": ("vowel", "aeiou")}
 
 
-def make_rows(n: int, seed: int, split: str) -> list[dict]:
-    """``n`` verl dataset rows: 1/4 letter, 1/4 digit, 1/8 vowel, 3/8 digit-range prompts (many hard ones)."""
+def data_source(tier: str) -> str:
+    return f"toy_{tier}"
+
+
+def make_rows(n: int, seed: int, split: str, first: int = 0) -> list[dict]:
+    """``n`` verl dataset rows cycling through the tiers (the ``hardest`` ranges drawn with ``seed``).
+
+    Prompts are numbered from ``first`` (``#first``, ...): a held-out split starting after the training rows
+    shares no prompt text with them.
+    """
     rng = random.Random(seed)
     rows = []
-    for i in range(n):
-        family = rng.choice(["letter", "letter", "digit", "digit", "vowel", "range", "range", "range"])
-        if family == "range":
-            size = rng.randint(1, 9)
+    for i in range(first, first + n):
+        tier = TIERS[i % len(TIERS)]
+        if tier == "hardest":
+            size = rng.randint(2, 3)
             low = rng.randint(0, 10 - size)
             allowed = "".join(str(d) for d in range(low, low + size))
             text = f"#{i} pick a digit from {low}-{low + size - 1}"
         else:
-            allowed = FAMILIES[family]
+            family, allowed = FAMILIES[tier]
             text = f"#{i} pick a {family}"
         rows.append(
             {
-                "data_source": DATA_SOURCE,
+                "data_source": data_source(tier),
                 "prompt": [{"role": "user", "content": text}],
                 "ability": "toy",
                 "reward_model": {"style": "rule", "ground_truth": allowed},
-                "extra_info": {"split": split, "index": i, "family": family, "set_size": len(allowed)},
+                "extra_info": {"split": split, "index": i, "tier": tier, "set_size": len(allowed)},
             }
         )
     return rows
 
 
 def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs) -> float:
-    """1.0 if the response's first non-blank character is one of the allowed digits, else 0.0."""
+    """1.0 if the response's first non-blank character is one of the allowed characters, else 0.0."""
     text = solution_str.strip()
     return 1.0 if text and text[0] in ground_truth else 0.0

@@ -1,0 +1,55 @@
+"""``verl-hadw study``: the CPU study of grpo / hadw / dgpo / hadw over dgpo / grpo at HA-DW's step size.
+
+Each run is verl's unmodified ``main_ppo`` on the CPU toy (``verl_hadw.research.study``); finished runs are
+skipped, so an interrupted study resumes by running the same command again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import time
+from pathlib import Path
+
+
+def add_subcommand(sub) -> None:
+    from verl_hadw.research.study import METHODS, StudyPlan
+
+    d = StudyPlan()
+    p = sub.add_parser("study", help="GRPO vs HA-DW vs DGPO through verl's main_ppo on CPU (resumable)")
+    p.add_argument("--out", default=str(d.out), help=f"runs and outputs (default: {d.out}); finished runs are skipped")
+    p.add_argument("--methods", nargs="+", default=d.methods, choices=list(METHODS))
+    p.add_argument("--seeds", nargs="+", type=int, default=d.seeds, help="data.seed values")
+    p.add_argument("--steps", type=int, default=d.steps)
+    p.add_argument("--test-freq", type=int, default=d.test_freq, help="validate every k steps (and before step 1)")
+    p.add_argument("--val-prompts", type=int, default=d.val_prompts, help="held-out prompts, a quarter per tier")
+    p.add_argument("--val-n", type=int, default=d.val_n, help="sampled answers per held-out prompt")
+    p.add_argument("--workers", type=int, default=2, help="runs at a time (each uses about one core)")
+    p.add_argument("--quick", action="store_true", help="hadw and grpo_lr_phi, 1 seed, 2 steps: checks the pipeline")
+    p.add_argument("--copy-to", default=None, help="also copy val_accuracy.csv, train.csv, summary.md, curves.png here")
+    p.add_argument("overrides", nargs="*", help="Hydra overrides for every run")
+    p.set_defaults(func=study)
+
+
+def study(args: argparse.Namespace) -> int:
+    from verl_hadw.research.study import StudyPlan, quick_plan, run_study
+
+    if args.quick:
+        plan = quick_plan(Path(args.out))
+        plan.extra = list(args.overrides)
+    else:
+        plan = StudyPlan(out=Path(args.out), methods=args.methods, seeds=args.seeds, steps=args.steps,
+                         test_freq=args.test_freq, val_prompts=args.val_prompts, val_n=args.val_n,
+                         extra=list(args.overrides))
+    start = time.time()
+    print(f"verl-hadw study: {plan.ordered_methods()} x seeds {plan.seeds}, {plan.steps} steps, validation every "
+          f"{plan.test_freq} -> {plan.out}", flush=True)
+    paths = run_study(plan, workers=args.workers,
+                      log=lambda msg: print(f"[{time.time() - start:6.0f} s] {msg}", flush=True))
+    print((plan.out / "summary.md").read_text())
+    for path in paths:
+        if args.copy_to:
+            Path(args.copy_to).mkdir(parents=True, exist_ok=True)
+            shutil.copy(path, Path(args.copy_to) / path.name)
+        print(f"wrote {path}")
+    return 0

@@ -1,0 +1,397 @@
+"""The CPU study: GRPO, HA-DW, DGPO, HA-DW over DGPO and a step-size control through verl's own ``main_ppo``.
+
+Every run is the CPU demo's command (``verl_hadw.toy.launch``: ``configs/cpu/demo.yaml`` on the toy task) with
+the method's overrides, a ``data.seed`` and verl's own validation every ``test_freq`` steps on held-out prompts
+of the four tiers (``verl_hadw.toy.task``; one verl ``data_source`` per tier, so verl logs
+``val-core/toy_<tier>/acc/mean@N``, the accuracy of N sampled answers per prompt, averaged over the tier).
+
+The methods (``METHODS``): ``grpo``, ``hadw``, ``dgpo``, ``hadw_dgpo`` (``+algorithm.hadw.base=dgpo``) and
+``grpo_lr_phi``: GRPO with the actor learning rate multiplied by the mean ``hadw/phi_mean`` that the ``hadw``
+runs measured (over their steps and seeds), which asks whether HA-DW's effect is only a larger step. So the
+``hadw`` runs go first and ``grpo_lr_phi`` last.
+
+Resumable: each run lives in ``<out>/runs/<method>/seed<k>/`` (verl's log, ``metrics.json`` with every step's
+stable metrics, ``overrides.json``) and is skipped once its ``DONE`` marker exists. ``write_outputs`` gathers
+the finished runs into ``val_accuracy.csv`` (``method, seed, step, tier, val_accuracy``; tier ``all`` is the mean
+of the four), ``train.csv`` (per step: training reward and HA-DW's Φ), ``summary.md`` (t-intervals over seeds and
+paired-by-seed tests) and ``curves.png`` (mean ± 95 % t-interval per tier).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from verl_hadw.toy.task import TIERS, data_source
+
+__all__ = [
+    "METHODS", "StudyPlan", "quick_plan", "run_study", "measured_phi", "load_runs", "val_table", "summarise",
+    "paired_tests", "summary_markdown", "plot_curves", "write_outputs",
+]
+
+METHODS = {  # name -> Hydra overrides on configs/cpu/demo.yaml (grpo_lr_phi's learning rate is added at run time)
+    "hadw": ["algorithm.adv_estimator=hadw"],
+    "grpo": ["algorithm.adv_estimator=grpo"],
+    "dgpo": ["algorithm.adv_estimator=dgpo"],
+    "hadw_dgpo": ["algorithm.adv_estimator=hadw", "+algorithm.hadw.base=dgpo"],
+    "grpo_lr_phi": ["algorithm.adv_estimator=grpo"],
+}
+BASELINE = "grpo"
+PHI_METRIC = "hadw/phi_mean"
+ATTEMPTS = 8  # per run, for Ray start-up failures (Ray gives its node 30 s: a loaded machine can miss that)
+RAY_STARTED = "Started a local Ray instance"  # ray.init's log line once the node is up
+
+
+class _StartGate:
+    """Lets one run at a time start its Ray node: several starting at once on a loaded machine time out."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+
+    @contextmanager
+    def passage(self):
+        self.lock.acquire()
+        held = [True]
+
+        def release():
+            if held[0]:
+                held[0] = False
+                self.lock.release()
+
+        try:
+            yield release
+        finally:
+            release()
+
+
+_START_GATE = _StartGate()
+ALL = "all"  # the tier column's value for the mean over the four tiers
+
+
+@dataclass
+class StudyPlan:
+    out: Path = Path("runs/study")
+    methods: list[str] = field(default_factory=lambda: list(METHODS))
+    seeds: list[int] = field(default_factory=lambda: [1, 2, 3, 4, 5])
+    steps: int = 30  # the demo's run: the hadw runs' training steps are the demo's (validation does not alter them)
+    test_freq: int = 5
+    val_prompts: int = 32  # held-out prompts, a quarter per tier
+    val_n: int = 4  # sampled answers per held-out prompt (temperature 1)
+    extra: list[str] = field(default_factory=list)  # Hydra overrides for every run
+
+    def __post_init__(self):
+        self.out = Path(self.out)
+        unknown = [m for m in self.methods if m not in METHODS]
+        if unknown:
+            raise ValueError(f"unknown study method(s) {unknown}; valid: {list(METHODS)}")
+        if "grpo_lr_phi" in self.methods and "hadw" not in self.methods:
+            raise ValueError("method grpo_lr_phi needs method hadw in the same study (its Φ sets the learning rate)")
+        if self.steps < 1 or self.test_freq < 1 or self.val_n < 1 or self.val_prompts < len(TIERS):
+            raise ValueError("steps, test_freq and val_n must be >= 1 and val_prompts >= 4 (one per tier)")
+
+    @property
+    def assets(self) -> Path:
+        return self.out / "assets"
+
+    def run_dir(self, method: str, seed: int) -> Path:
+        return self.out / "runs" / method / f"seed{seed}"
+
+    def ordered_methods(self) -> list[str]:
+        return [m for m in METHODS if m in self.methods]  # hadw before grpo_lr_phi
+
+
+def quick_plan(out: Path) -> StudyPlan:
+    """Two methods, one seed, two steps: checks the pipeline (the test suite's mode), not the numbers."""
+    return StudyPlan(out=out, methods=["hadw", "grpo_lr_phi"], seeds=[1], steps=2, test_freq=1, val_prompts=8, val_n=2)
+
+
+def base_overrides(plan: StudyPlan, method: str, seed: int) -> list[str]:
+    run_dir = plan.run_dir(method, seed).resolve()
+    return [
+        *METHODS[method],
+        f"data.seed={seed}",
+        f"trainer.total_training_steps={plan.steps}",
+        f"trainer.test_freq={plan.test_freq}",
+        "trainer.val_before_train=true",
+        "trainer.save_freq=-1",
+        f"trainer.experiment_name=study_{method}_seed{seed}",  # also the HA-DW anchor's state key
+        f"trainer.default_local_dir={run_dir / 'checkpoints'}",
+        "actor_rollout_ref.rollout.val_kwargs.do_sample=true",
+        "actor_rollout_ref.rollout.val_kwargs.temperature=1.0",
+        f"actor_rollout_ref.rollout.val_kwargs.n={plan.val_n}",
+        *plan.extra,
+    ]
+
+
+def demo_learning_rate() -> float:
+    from omegaconf import OmegaConf
+
+    from verl_hadw.toy.launch import config_dir
+
+    return float(OmegaConf.load(Path(config_dir()) / "demo.yaml").actor_rollout_ref.actor.optim.lr)
+
+
+def measured_phi(plan: StudyPlan) -> float:
+    """Mean ``hadw/phi_mean`` over every step of every finished ``hadw`` run of the plan's seeds."""
+    values = [
+        step[PHI_METRIC]
+        for seed in plan.seeds
+        for step in _metrics(plan.run_dir("hadw", seed)).values()
+        if PHI_METRIC in step
+    ]
+    if not values:
+        raise RuntimeError("grpo_lr_phi needs finished hadw runs with hadw/phi_mean in their logs")
+    return float(np.mean(values))
+
+
+def _metrics(run_dir: Path) -> dict[int, dict[str, float]]:
+    if not (run_dir / "DONE").exists():
+        return {}
+    return {int(k): v for k, v in json.loads((run_dir / "metrics.json").read_text()).items()}
+
+
+def run_one(plan: StudyPlan, method: str, seed: int, log=print) -> bool:
+    """Run one (method, seed) unless its ``DONE`` marker exists; True if it ran."""
+    from verl_hadw.toy.launch import parse_steps, run, stable_metrics
+
+    run_dir = plan.run_dir(method, seed)
+    if (run_dir / "DONE").exists():
+        return False
+    run_dir.mkdir(parents=True, exist_ok=True)
+    overrides = base_overrides(plan, method, seed)
+    if method == "grpo_lr_phi":
+        lr, phi = demo_learning_rate(), measured_phi(plan)
+        overrides.append(f"actor_rollout_ref.actor.optim.lr={lr * phi:.6g}")
+        (run_dir / "phi.json").write_text(json.dumps({"demo_lr": lr, "phi": phi, "lr": lr * phi}))
+    (run_dir / "overrides.json").write_text(json.dumps(overrides, indent=1))
+    start = time.time()
+    for attempt in range(1, ATTEMPTS + 1):
+        with _START_GATE.passage() as started:  # one run at a time through Ray's start-up
+            code, output = run(str(plan.assets), overrides, test_rows=plan.val_prompts,
+                               on_line=lambda line: started() if RAY_STARTED in line else None)
+        (run_dir / "main_ppo.log").write_text(output)
+        if code == 0:
+            break
+        if RAY_STARTED in output and "timed out during startup" not in output:
+            raise RuntimeError(f"study run {method} seed {seed} failed (exit {code}); log: {run_dir / 'main_ppo.log'}")
+        log(f"study: {method} seed {seed}: Ray did not start (attempt {attempt}/{ATTEMPTS}); retrying")
+        time.sleep(10 * attempt)
+    else:
+        raise RuntimeError(f"study run {method} seed {seed}: Ray failed to start {ATTEMPTS} times; {run_dir}")
+    steps = {step: stable_metrics(values) for step, values in parse_steps(output).items()}
+    (run_dir / "metrics.json").write_text(json.dumps(steps))
+    (run_dir / "DONE").write_text(f"{time.time() - start:.0f} s\n")
+    log(f"study: {method} seed {seed} done in {time.time() - start:.0f} s")
+    return True
+
+
+def run_study(plan: StudyPlan, log=print, workers: int = 1) -> list[Path]:
+    """Run every missing (method, seed) of the plan, ``workers`` at a time, then write the outputs.
+
+    A run pins torch to one thread (``verl_hadw.cpu.platform``), so two at a time use two cores. A
+    ``grpo_lr_phi`` run waits for every ``hadw`` run: its learning rate is their mean Φ times the demo's.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from verl_hadw.toy.launch import ensure_assets
+
+    ensure_assets(str(plan.assets), plan.val_prompts)  # once, before runs start in parallel
+    # hadw first, then method by method in the order of the main questions (HA-DW vs GRPO, vs GRPO at HA-DW's
+    # step size, DGPO), so a study cut short still answers the first ones over every seed
+    order = [m for m in ("hadw", "grpo", "grpo_lr_phi", "dgpo", "hadw_dgpo") if m in plan.methods]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        hadw = [pool.submit(run_one, plan, "hadw", s, log) for s in plan.seeds if "hadw" in order]
+
+        def job(method, seed):
+            if method == "grpo_lr_phi":  # its learning rate needs every hadw run's Φ
+                for future in hadw:
+                    future.result()
+            return run_one(plan, method, seed, log)
+
+        rest = [pool.submit(job, m, s) for m in order if m != "hadw" for s in plan.seeds]
+        for future in hadw + rest:
+            future.result()
+    return write_outputs(plan)
+
+
+# ---------------------------------------------------------------------------------------------- tables
+def val_key(tier: str, n: int) -> str:
+    """verl's core validation metric of a tier: the mean of its ``acc`` (the reward, 0/1) over n samples."""
+    return f"val-core/{data_source(tier)}/acc/mean@{n}"
+
+
+def load_runs(plan: StudyPlan) -> dict[tuple[str, int], dict[int, dict[str, float]]]:
+    """{(method, seed): per-step metrics} of the plan's finished runs."""
+    runs = {}
+    for method in plan.ordered_methods():
+        for seed in plan.seeds:
+            metrics = _metrics(plan.run_dir(method, seed))
+            if metrics:
+                runs[method, seed] = metrics
+    return runs
+
+
+def val_table(plan: StudyPlan, runs) -> list[dict]:
+    """Rows ``method, seed, step, tier, val_accuracy`` (tier ``all``: the mean of the four tiers)."""
+    rows = []
+    for (method, seed), steps in runs.items():
+        for step in sorted(steps):
+            accs = {tier: steps[step].get(val_key(tier, plan.val_n)) for tier in TIERS}
+            if any(v is None for v in accs.values()):
+                continue
+            accs[ALL] = float(np.mean(list(accs.values())))
+            rows += [dict(method=method, seed=seed, step=step, tier=t, val_accuracy=v) for t, v in accs.items()]
+    return rows
+
+
+def train_table(runs) -> list[dict]:
+    return [
+        dict(method=method, seed=seed, step=step, reward=values.get("critic/score/mean"),
+             phi_mean=values.get(PHI_METRIC))
+        for (method, seed), steps in runs.items()
+        for step, values in sorted(steps.items())
+        if step > 0 and "critic/score/mean" in values
+    ]
+
+
+def t_interval(values) -> tuple[float, float]:
+    """Mean and the half-width of its 95 % t-interval over the values (seeds); half-width nan for one value."""
+    from scipy import stats
+
+    x = np.asarray(values, dtype=float)
+    if len(x) < 2:
+        return float(x.mean()), math.nan
+    return float(x.mean()), float(stats.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x)))
+
+
+def _per_seed(rows, method, tier) -> dict[int, dict[int, float]]:
+    out: dict[int, dict[int, float]] = {}
+    for r in rows:
+        if r["method"] == method and r["tier"] == tier:
+            out.setdefault(r["seed"], {})[r["step"]] = r["val_accuracy"]
+    return out
+
+
+def run_scores(rows, method, tier) -> dict[int, dict[str, float]]:
+    """Per seed: ``final`` (the last validation) and ``auc`` (mean over the validations after step 0)."""
+    scores = {}
+    for seed, by_step in _per_seed(rows, method, tier).items():
+        later = [v for s, v in sorted(by_step.items()) if s > 0]
+        if later:
+            scores[seed] = {"final": later[-1], "auc": float(np.mean(later))}
+    return scores
+
+
+def summarise(rows, methods, tiers=(*TIERS, ALL)) -> list[dict]:
+    """Per method and tier: mean and 95 % t half-width over seeds of the final and the AUC accuracy."""
+    out = []
+    for method in methods:
+        for tier in tiers:
+            scores = run_scores(rows, method, tier)
+            if not scores:
+                continue
+            row = dict(method=method, tier=tier, seeds=len(scores))
+            for what in ("final", "auc"):
+                row[what], row[f"{what}_ci"] = t_interval([s[what] for s in scores.values()])
+            out.append(row)
+    return out
+
+
+def comparisons(methods) -> list[tuple[str, str]]:
+    """Every method against GRPO, and HA-DW against its step-size control."""
+    pairs = [(m, BASELINE) for m in methods if m != BASELINE and BASELINE in methods]
+    if "hadw" in methods and "grpo_lr_phi" in methods:
+        pairs.append(("hadw", "grpo_lr_phi"))
+    return pairs
+
+
+def paired_tests(rows, methods, tiers=(*TIERS, ALL)) -> list[dict]:
+    """Paired by seed: mean difference, its 95 % t-interval and the two-sided paired t-test p-value."""
+    from scipy import stats
+
+    out = []
+    for a, b in comparisons(methods):
+        for tier in tiers:
+            sa, sb = run_scores(rows, a, tier), run_scores(rows, b, tier)
+            seeds = sorted(set(sa) & set(sb))
+            if len(seeds) < 2:
+                continue
+            for what in ("final", "auc"):
+                diff = np.array([sa[s][what] - sb[s][what] for s in seeds])
+                mean, half = t_interval(diff)
+                p = float(stats.ttest_rel([sa[s][what] for s in seeds], [sb[s][what] for s in seeds]).pvalue)
+                out.append(dict(method=a, versus=b, tier=tier, score=what, seeds=len(seeds), diff=mean, diff_ci=half,
+                                p=p if not math.isnan(p) else 1.0, ahead=int((diff > 0).sum())))
+    return out
+
+
+def summary_markdown(summary, tests, phi: float | None = None) -> str:
+    lines = ["| method | tier | seeds | final val acc (95 % CI) | AUC val acc (95 % CI) |", "|---|---|---|---|---|"]
+    for r in summary:
+        lines.append(f"| {r['method']} | {r['tier']} | {r['seeds']} | {r['final']:.3f} ± {r['final_ci']:.3f} "
+                     f"| {r['auc']:.3f} ± {r['auc_ci']:.3f} |")
+    lines += ["", "Paired by seed (difference = first − second; p: two-sided paired t-test; ahead: seeds where the "
+              "first is higher):", "",
+              "| comparison | tier | score | diff (95 % CI) | p | ahead |", "|---|---|---|---|---|---|"]
+    for r in tests:
+        mark = " *" if r["p"] < 0.05 else ""
+        lines.append(f"| {r['method']} − {r['versus']} | {r['tier']} | {r['score']} | {r['diff']:+.3f} ± "
+                     f"{r['diff_ci']:.3f} | {r['p']:.3f}{mark} | {r['ahead']}/{r['seeds']} |")
+    if phi is not None:
+        lines += ["", f"Measured mean Φ of the hadw runs (the grpo_lr_phi learning-rate factor): {phi:.4f}"]
+    return "\n".join(lines) + "\n"
+
+
+def plot_curves(rows, methods, path: Path, tiers=(*TIERS, ALL)) -> Path:
+    """One panel per tier: mean validation accuracy over seeds with its 95 % t-interval band, per method."""
+    from verl_hadw.plotting import pyplot, save_figure
+
+    plt = pyplot()
+    fig, axes = plt.subplots(1, len(tiers), figsize=(3.4 * len(tiers), 3.2), sharex=True)
+    for ax, tier in zip(np.atleast_1d(axes), tiers):
+        for i, method in enumerate(methods):
+            per_seed = _per_seed(rows, method, tier)
+            steps = sorted({s for by in per_seed.values() for s in by})
+            if not steps:
+                continue
+            stats_ = [t_interval([by[s] for by in per_seed.values() if s in by]) for s in steps]
+            mean = np.array([m for m, _ in stats_])
+            half = np.nan_to_num(np.array([h for _, h in stats_]))
+            ax.plot(steps, mean, color=f"C{i}", label=method, marker=".")
+            ax.fill_between(steps, mean - half, mean + half, color=f"C{i}", alpha=0.15)
+        ax.set_title(f"tier: {tier}")
+        ax.set_xlabel("training step")
+        ax.set_ylim(0, 1)
+    np.atleast_1d(axes)[0].set_ylabel("held-out accuracy (mean ± 95 % CI)")
+    np.atleast_1d(axes)[-1].legend(fontsize=7)
+    return save_figure(fig, path, dpi=110)
+
+
+def _write_csv(path: Path, rows: list[dict]) -> Path:
+    with open(path, "w", newline="") as f:
+        if rows:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+    return path
+
+
+def write_outputs(plan: StudyPlan) -> list[Path]:
+    """``val_accuracy.csv``, ``train.csv``, ``summary.md`` and ``curves.png`` from the finished runs."""
+    runs = load_runs(plan)
+    rows = val_table(plan, runs)
+    methods = [m for m in plan.ordered_methods() if any(k[0] == m for k in runs)]
+    phi = measured_phi(plan) if any(k[0] == "hadw" for k in runs) else None
+    paths = [_write_csv(plan.out / "val_accuracy.csv", rows), _write_csv(plan.out / "train.csv", train_table(runs))]
+    text = summary_markdown(summarise(rows, methods), paired_tests(rows, methods), phi)
+    (plan.out / "summary.md").write_text(text)
+    paths += [plan.out / "summary.md", plot_curves(rows, methods, plan.out / "curves.png")]
+    return paths
