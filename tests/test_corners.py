@@ -186,8 +186,8 @@ def test_validate_config_runs_the_checks_before_training():
     [
         ("dgpo", {"hadw": {"lambda_scale": 1.5, "anchor": {"eta": 4.0}}},
          ["algorithm.hadw.lambda_scale", "algorithm.hadw.anchor.eta"]),
-        ("grpo", {"hadw": {"state_key": "k"}, "dgpo": {"dqw": False}},
-         ["algorithm.hadw.state_key", "algorithm.dgpo.dqw"]),
+        ("grpo", {"hadw": {"state_key": "k", "lambda_scale": 1.5}, "dgpo": {"dqw": False}},
+         ["algorithm.hadw.lambda_scale", "algorithm.dgpo.dqw"]),  # state_key names the anchor: every base sets it
         ("gae", {"dgpo": {"temperature": 5.0}}, ["algorithm.dgpo.temperature"]),
         # HA-DW over GRPO reads no algorithm.dgpo key, its threshold included (algorithm.hadw.success_threshold)
         ("hadw", {"dgpo": {"temperature": 5.0, "success_threshold": 0.0}},

@@ -1,4 +1,5 @@
-"""End to end: verl's real ``python -m verl.trainer.main_ppo`` on CPU with the toy task (about 1 minute a run).
+"""End to end: verl's real ``python -m verl.trainer.main_ppo`` on CPU with the toy task (about 1 minute a run;
+the legacy trainer's runs are in test_e2e_legacy.py, the async modes' in test_e2e_modes.py).
 
 Each run is the user's command (`verl_hadw.toy.launch` only sets verl's extension-point environment and
 passes ``configs/cpu/demo.yaml``); assertions read verl's own console log lines. The first tests check,
@@ -11,8 +12,9 @@ import subprocess
 import sys
 
 import pytest
+from e2e_runs import checkpoint_copy, main_ppo
 
-from verl_hadw.toy.launch import parse_steps, run, stable_metrics
+from verl_hadw.toy.launch import stable_metrics
 
 pytestmark = pytest.mark.slow
 
@@ -192,18 +194,6 @@ def workdir(tmp_path_factory):
     return tmp_path_factory.mktemp("runs")
 
 
-def main_ppo(assets, workdir, name, *overrides, expect_ok=True):
-    code, log = run(
-        assets,
-        [f"trainer.experiment_name={name}", f"trainer.default_local_dir={workdir}/{name}", *overrides],
-        cwd=str(workdir),
-    )
-    (workdir / f"{name}.log").write_text(log)
-    if expect_ok:
-        assert code == 0, log[-5000:]
-    return code, log, parse_steps(log)
-
-
 def assert_step_lines(steps, n, metrics):
     assert sorted(steps) == list(range(1, n + 1))
     nonzero_steps = 0
@@ -252,23 +242,16 @@ def test_v1_hadw_over_dgpo(assets, workdir):
     assert_step_lines(steps, 2, HADW_METRICS + DGPO_METRICS)
 
 
-def test_legacy_trainer_hadw(assets, workdir):
-    _, log, steps = main_ppo(assets, workdir, "legacy", "trainer.use_v1=false", "trainer.total_training_steps=2")
-    assert "main_ppo_v0" in log or "TaskRunner pid" in log
-    assert_step_lines(steps, 2, HADW_METRICS)
-
-
 def test_resume_continues_the_run_exactly(assets, workdir, hadw_straight):
-    """A resumed run reproduces every metric of the uninterrupted run bit for bit (not only the anchor):
-    same rollouts, same batch order, same update. Timings and memory readings are left out."""
+    """Resumed from the uninterrupted run's step-3 checkpoint, a run reproduces every metric of steps 4-6 bit for
+    bit (not only the anchor): same rollouts, same batch order, same update. Timings and memory are left out."""
     straight = hadw_straight[2]
-    main_ppo(assets, workdir, "resumed", f"trainer.total_training_steps={HALF}", f"trainer.save_freq={HALF}")
-    _, log, resumed = main_ppo(
+    checkpoint_copy(workdir, "straight", "resumed", HALF)
+    _, _, resumed = main_ppo(
         assets, workdir, "resumed", f"trainer.total_training_steps={STRAIGHT}", f"trainer.save_freq={HALF}",
-        "trainer.resume_mode=auto",
+        "trainer.resume_mode=auto", experiment="straight",
     )
-    assert sorted(resumed) == list(range(HALF + 1, STRAIGHT + 1))
-    assert "HA-DW anchor restored" in log or "Resuming from" in log
+    assert sorted(resumed) == list(range(HALF + 1, STRAIGHT + 1))  # verl started after the copied checkpoint
     for step in resumed:
         expected = stable_metrics(straight[step])
         assert set(ANCHOR) | {"actor/grad_norm", "critic/score/mean"} <= set(expected)

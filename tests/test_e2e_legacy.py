@@ -1,18 +1,18 @@
 """End to end with verl's legacy trainer (``trainer.use_v1=false``, real ``main_ppo`` on CPU, ~1 minute a run).
 
 The legacy trainer has no checkpoint hook; the estimator snapshots the anchor beside verl's checkpoints
-(``verl_hadw/anchor/legacy_snapshots.py``). A run stopped after its step-2 checkpoint and resumed must log the same
-anchor values at steps 3-4 as the uninterrupted run.
+(``verl_hadw/anchor/legacy_snapshots.py``). A run resumed from the step-2 checkpoint (and snapshot) must log the same
+anchor values at steps 3-4 as the uninterrupted run. The legacy trainer's ``main_ppo`` runs are all here.
 """
 
 import json
 
 import pytest
-
-from verl_hadw.toy.launch import parse_steps, run
+from e2e_runs import checkpoint_copy, main_ppo
 
 pytestmark = pytest.mark.slow
 
+HADW_METRICS = ["hadw/phi_mean", "hadw/phi_min", "hadw/phi_max", "hadw/frac_amplified", "hadw/actor_recoveries"]
 ANCHOR = ["hadw/anchor_prior", "hadw/anchor_posterior", "hadw/batch_acc", "hadw/eta_t", "hadw/sigma_t"]
 LEGACY = ["trainer.use_v1=false", "trainer.save_freq=2"]
 
@@ -27,27 +27,20 @@ def workdir(tmp_path_factory):
     return tmp_path_factory.mktemp("legacy_runs")
 
 
-def main_ppo(assets, workdir, name, *overrides):
-    code, log = run(
-        assets,
-        [f"trainer.experiment_name={name}", f"trainer.default_local_dir={workdir}/{name}", *LEGACY, *overrides],
-        cwd=str(workdir),
-    )
-    (workdir / f"{name}.log").write_text(log)
-    assert code == 0, log[-5000:]
-    return log, parse_steps(log)
-
-
 @pytest.fixture(scope="module")
 def straight(assets, workdir):
     """The uninterrupted legacy run: 4 steps, checkpoints at steps 2 and 4."""
-    return main_ppo(assets, workdir, "straight", "trainer.total_training_steps=4")
+    _, log, steps = main_ppo(assets, workdir, "straight", *LEGACY, "trainer.total_training_steps=4")
+    return log, steps
 
 
 def test_legacy_run_snapshots_the_anchor_of_each_checkpoint(straight, workdir):
     log, steps = straight
     assert "main_ppo_v0" in log or "Legacy trainer" in log
     assert sorted(steps) == [1, 2, 3, 4]
+    for values in steps.values():
+        assert all(m in values for m in HADW_METRICS)
+    assert any(v["critic/advantages/max"] > 0 or v["critic/advantages/min"] < 0 for v in steps.values())
     assert all(steps[s]["hadw/actor_recoveries"] == 0 for s in steps)
     assert steps[2]["hadw/anchor_prior"] == steps[1]["hadw/anchor_posterior"]  # Eq. 12 across real steps
     snapshots = workdir / "straight" / "verl_hadw_anchor"
@@ -59,8 +52,12 @@ def test_legacy_run_snapshots_the_anchor_of_each_checkpoint(straight, workdir):
 
 
 def test_legacy_resume_continues_the_anchor_exactly(assets, workdir, straight):
-    main_ppo(assets, workdir, "resumed", "trainer.total_training_steps=2")
-    log, resumed = main_ppo(assets, workdir, "resumed", "trainer.total_training_steps=4", "trainer.resume_mode=auto")
+    """Resumed from the uninterrupted run's step-2 checkpoint and anchor snapshot (a job killed after it saved)."""
+    checkpoint_copy(workdir, "straight", "resumed", 2)
+    _, log, resumed = main_ppo(
+        assets, workdir, "resumed", *LEGACY, "trainer.total_training_steps=4", "trainer.resume_mode=auto",
+        experiment="straight",
+    )
     assert "Resuming from" in log and "global_step_2" in log
     assert sorted(resumed) == [3, 4]
     for step in (3, 4):

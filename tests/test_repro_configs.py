@@ -6,12 +6,14 @@ validation, matches the papers' hyperparameters, and differs from its baseline o
 from __future__ import annotations
 
 import re
+import warnings
 from pathlib import Path
 
 import pytest
 from helpers import flat_config
 from omegaconf import OmegaConf
 
+from verl_hadw.errors import UnusedOptionsWarning
 from verl_hadw.repro import catalogue as K
 from verl_hadw.repro import compose as C
 
@@ -64,7 +66,15 @@ def test_yaml_comment_quotes_the_catalogue(run):
 @pytest.mark.parametrize("run", RUN_FILES)
 def test_run_passes_verl_main_ppo_checks_and_plugin(run, composed, capsys):
     cfg = composed[run].copy()
-    record = C.validate_like_main_ppo(cfg)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        record = C.validate_like_main_ppo(cfg)
+    # A shipped run sets nothing its estimator ignores, except the DAPO layers' accuracy threshold: the DAPO
+    # baselines share it with their HA-DW / DGPO runs (signed or composite rewards), so the baseline is told.
+    unused = [str(w.message) for w in caught if issubclass(w.category, UnusedOptionsWarning)]
+    expected = {"hadw": "algorithm.hadw.success_threshold", "dgpo": "algorithm.dgpo.success_threshold"}
+    baseline_dapo = run.endswith("_dapo") and cfg.algorithm.adv_estimator == "grpo"
+    assert [m.split(" is set")[0] for m in unused] == ([expected[K.paper_of(run)]] if baseline_dapo else [])
     out = capsys.readouterr().out
     assert "[validate_config] All configuration checks passed successfully!" in out
     resolved = record["resolved"]

@@ -114,12 +114,14 @@ def unused_options(algorithm: Any) -> list[str]:
     ``hadw`` reads ``algorithm.dgpo`` only as its base (``algorithm.hadw.base=dgpo``); its own threshold is
     ``algorithm.hadw.success_threshold``.
     ``dgpo`` reads ``algorithm.hadw.log_metrics``: the one metrics switch of both estimators.
+    ``algorithm.hadw.state_key`` names the experiment's anchor, not a setting: the shipped base configs give it to
+    every run, baselines included, so it is never reported.
     """
     estimator = algorithm.get("adv_estimator", "gae") if hasattr(algorithm, "get") else None
     hadw, dgpo = algorithm_node(algorithm, "hadw"), algorithm_node(algorithm, "dgpo")
     unused = []
     if estimator != "hadw":
-        shared = ("algorithm.hadw.log_metrics",) if estimator == "dgpo" else ()
+        shared = ("algorithm.hadw.state_key", "algorithm.hadw.log_metrics")[: 2 if estimator == "dgpo" else 1]
         unused += [k for k in _set_keys(hadw, "algorithm.hadw") if k not in shared]
     if estimator not in ("hadw", "dgpo"):
         unused += _set_keys(dgpo, "algorithm.dgpo")

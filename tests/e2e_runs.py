@@ -1,0 +1,56 @@
+"""Shared by the end-to-end tests: verl's real ``main_ppo`` on the CPU toy, and resuming from a run's checkpoint.
+
+The runs use the demo's config at 8 prompts a step (the demo trains 16): these tests check plumbing (metrics,
+anchor files, exact resume), which does not need the demo's batch, and a step costs half.
+
+A resumed run starts from a copy of the uninterrupted run's checkpoint ``global_step_K`` (verl's files, the
+anchor file or the legacy snapshot of step K, ``latest_checkpointed_iteration.txt``), as after a job killed right
+after it saved step K. Running the first K steps a second time would only reproduce that checkpoint.
+"""
+
+import shutil
+
+from verl_hadw.anchor.file_format import STATE_FILE
+from verl_hadw.anchor.legacy_snapshots import SNAPSHOT_DIR
+from verl_hadw.toy.launch import parse_steps, run
+from verl_hadw.toy.modes import requested_mode
+
+PROMPTS = 8  # prompts per step in these runs
+
+
+def small_batch(overrides) -> list[str]:
+    """8 prompts a step; one mini-batch of them, except in separate_async, where the demo launcher splits the step
+    into its ``parameter_sync_step`` mini-batches (``verl_hadw.toy.modes``)."""
+    batch = [f"data.train_batch_size={PROMPTS}"]
+    if requested_mode(list(overrides)) != "separate_async":
+        batch.append(f"actor_rollout_ref.actor.ppo_mini_batch_size={PROMPTS}")
+    return batch
+
+
+def main_ppo(assets, workdir, name, *overrides, expect_ok=True, experiment=None):
+    """One ``main_ppo`` run in ``workdir/name`` (verl's checkpoints); returns (exit code, log, steps)."""
+    code, log = run(
+        assets,
+        [
+            f"trainer.experiment_name={experiment or name}", f"trainer.default_local_dir={workdir}/{name}",
+            *small_batch(overrides), *overrides,
+        ],
+        cwd=str(workdir),
+    )
+    (workdir / f"{name}.log").write_text(log)
+    if expect_ok:
+        assert code == 0, log[-5000:]
+    return code, log, parse_steps(log)
+
+
+def checkpoint_copy(workdir, source: str, target: str, step: int) -> None:
+    """``workdir/target`` holds only what ``workdir/source`` had on disk right after it saved step ``step``."""
+    src, dst = workdir / source, workdir / target
+    shutil.copytree(src / f"global_step_{step}", dst / f"global_step_{step}")
+    (dst / "latest_checkpointed_iteration.txt").write_text(str(step))
+    snapshot = src / SNAPSHOT_DIR / f"step_{step}.json"  # the legacy trainer's anchor, beside the checkpoints
+    if snapshot.exists():
+        (dst / SNAPSHOT_DIR).mkdir()
+        shutil.copy2(snapshot, dst / SNAPSHOT_DIR / snapshot.name)
+    else:
+        assert (dst / f"global_step_{step}" / STATE_FILE).exists()  # the v1 trainer's anchor file
