@@ -9,9 +9,11 @@ after it saved step K. Running the first K steps a second time would only reprod
 """
 
 import shutil
+import time
 
 from verl_hadw.anchor.file_format import STATE_FILE
 from verl_hadw.anchor.legacy_snapshots import SNAPSHOT_DIR
+from verl_hadw.research.study import RAY_STARTED
 from verl_hadw.toy.launch import parse_steps, run
 from verl_hadw.toy.modes import requested_mode
 
@@ -27,17 +29,28 @@ def small_batch(overrides) -> list[str]:
     return batch
 
 
-def main_ppo(assets, workdir, name, *overrides, expect_ok=True, experiment=None):
-    """One ``main_ppo`` run in ``workdir/name`` (verl's checkpoints); returns (exit code, log, steps)."""
-    code, log = run(
-        assets,
-        [
-            f"trainer.experiment_name={experiment or name}", f"trainer.default_local_dir={workdir}/{name}",
-            *small_batch(overrides), *overrides,
-        ],
-        cwd=str(workdir),
-    )
-    (workdir / f"{name}.log").write_text(log)
+def ray_failed_to_start(code: int, log: str) -> bool:
+    """Ray's node never came up (it gives its raylet a fixed 30 s, which a loaded machine can miss)."""
+    signs = ("timed out during startup", "Failed to get node info")
+    return code != 0 and RAY_STARTED not in log and any(sign in log for sign in signs)
+
+
+def main_ppo(assets, workdir, name, *overrides, expect_ok=True, experiment=None, attempts=3):
+    """One ``main_ppo`` run in ``workdir/name`` (verl's checkpoints); returns (exit code, log, steps). A run whose
+    Ray node did not start is tried again: these tests are about what happens once it has."""
+    for attempt in range(1, attempts + 1):
+        code, log = run(
+            assets,
+            [
+                f"trainer.experiment_name={experiment or name}", f"trainer.default_local_dir={workdir}/{name}",
+                *small_batch(overrides), *overrides,
+            ],
+            cwd=str(workdir),
+        )
+        (workdir / f"{name}.log").write_text(log)
+        if not ray_failed_to_start(code, log):
+            break
+        time.sleep(10 * attempt)
     if expect_ok:
         assert code == 0, log[-5000:]
     return code, log, parse_steps(log)
