@@ -534,8 +534,9 @@ DRIVER = r"""#!/usr/bin/env bash
 exec "$VERL_HADW_PYTHON" -c '
 import os, sys, time, ray
 began = time.monotonic()
-ray.init(address=os.environ["RAY_ADDRESS"], logging_level="ERROR")
-print(f"DRIVER connected in {time.monotonic() - began:.1f}s to {os.environ[\"RAY_ADDRESS\"]}: "
+address = os.environ["RAY_ADDRESS"]
+ray.init(address=address, logging_level="ERROR")
+print(f"DRIVER connected in {time.monotonic() - began:.1f}s to {address}: "
       f"{ray.cluster_resources()} args={sys.argv[1:]}", flush=True)
 ray.shutdown()
 ' "$@"
@@ -574,9 +575,14 @@ def test_sbatch_reaches_its_driver_on_a_real_ray_with_token_auth_on(tmp_path):
         "VERL_HADW_DATA": str(tmp_path / "data"), "VERL_HADW_OUTPUT": str(tmp_path / "out"),
         "VERL_HADW_GPUS_PER_NODE": "1", "VERL_HADW_CPUS_PER_NODE": "1", "VERL_HADW_RAY_TMPDIR": ray_tmp,
         "VERL_HADW_RAY_PORT": str(_free_port()), "VERL_HADW_RAY_POLL": "1", "VERL_HADW_RAY_WAIT": "240",
-        # other test runs on this machine may hold Ray's fixed default ports
-        "VERL_HADW_RAY_START_ARGS": f"--include-dashboard=false --dashboard-port={_free_port()} "
-                                    f"--ray-client-server-port={_free_port()}",
+        # Other Ray clusters on this machine may hold Ray's fixed default ports (the dashboard agent's 52365 among
+        # them). The agents' ports are given, not left for the raylet to read from the agents' port files: Ray 2.60's
+        # raylet waits a fixed ~15 s for those files, then aborts, and a loaded machine starts the agents slower than that.
+        "VERL_HADW_RAY_START_ARGS": " ".join([
+            "--include-dashboard=false", f"--dashboard-port={_free_port()}",
+            f"--ray-client-server-port={_free_port()}", f"--dashboard-agent-listen-port={_free_port()}",
+            f"--dashboard-agent-grpc-port={_free_port()}", f"--metrics-export-port={_free_port()}",
+            f"--runtime-env-agent-port={_free_port()}"]),
     })
     began = time.monotonic()
     # output to files, not pipes: a Ray process left behind would hold a pipe open and stall the wait
