@@ -26,7 +26,11 @@ usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 [[ $# -ge 1 ]] || usage 2
 paper=$1
 shift
-case $paper in hadw|dgpo) ;; -h|--help) usage 0 ;; *) echo "reproduce: unknown paper '$paper' (hadw|dgpo)" >&2; usage 2 ;; esac
+case $paper in
+  hadw|dgpo) ;;
+  -h|--help) usage 0 ;;
+  *) echo "reproduce: unknown paper '$paper' (hadw|dgpo)" >&2; usage 2 ;;
+esac
 dry=0
 slurm=0
 nodes=1
@@ -115,8 +119,9 @@ while read -r action run run_dir; do
     fi
     dep=()
     [[ $action == eval && -n ${train_job[$run]:-} ]] && dep=("--dependency=afterok:${train_job[$run]}")
-    job=$(sbatch --parsable --nodes="$nodes" --job-name="$run${flag:+-eval}" "$export_arg" ${sbatch_args[@]+"${sbatch_args[@]}"} \
-      ${dep[@]+"${dep[@]}"} "$here/slurm/train.sbatch" "$run" ${flag[@]+"${flag[@]}"} ${overrides[@]+"${overrides[@]}"} </dev/null)
+    job=$(sbatch --parsable --nodes="$nodes" --job-name="$run${flag:+-eval}" "$export_arg" \
+      ${sbatch_args[@]+"${sbatch_args[@]}"} ${dep[@]+"${dep[@]}"} "$here/slurm/train.sbatch" "$run" \
+      ${flag[@]+"${flag[@]}"} ${overrides[@]+"${overrides[@]}"} </dev/null)
     job=${job%%;*}
     [[ $action == train ]] && train_job[$run]=$job
     echo "[$i/$total] submitted $action $run: job $job"

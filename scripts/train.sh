@@ -86,7 +86,8 @@ env_overrides=(
   "++ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH=$log_dir/metrics/$stamp.jsonl"
   "hydra.run.dir=$log_dir/hydra/$stamp"
 )
-cmd=("$PY" -m verl.trainer.main_ppo "--config-path=$cfg_dir" "--config-name=$run" ${overrides[@]+"${overrides[@]}"} ${env_overrides[@]+"${env_overrides[@]}"})
+cmd=("$PY" -m verl.trainer.main_ppo "--config-path=$cfg_dir" "--config-name=$run" ${overrides[@]+"${overrides[@]}"}
+  ${env_overrides[@]+"${env_overrides[@]}"})
 prefix=()
 [[ -n ${VERL_HADW_LAUNCH_PREFIX:-} ]] && read -r -a prefix <<<"$VERL_HADW_LAUNCH_PREFIX"
 
@@ -103,7 +104,8 @@ fi
 mkdir -p "$log_dir/metrics" "$log_dir/logs"
 echo "[train.sh] $mode $run -> $log_dir (log: $log_dir/logs/$stamp.log)"
 if [[ $mode == train && -f $ckpt_dir/latest_checkpointed_iteration.txt ]]; then
-  echo "[train.sh] resuming from $ckpt_dir/global_step_$(<"$ckpt_dir/latest_checkpointed_iteration.txt")${resume[*]:+ (${resume[*]})}"
+  from=$ckpt_dir/global_step_$(<"$ckpt_dir/latest_checkpointed_iteration.txt")
+  echo "[train.sh] resuming from $from${resume[*]:+ (${resume[*]})}"
   "$PY" -m verl_hadw.repro.train_job prune "$ckpt_dir" --keep "$keep" --resume ||
     echo "[train.sh] warning: could not drop superseded checkpoints in $ckpt_dir" >&2
 fi

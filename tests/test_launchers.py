@@ -411,7 +411,8 @@ def test_reproduce_slurm_jobs_work_when_submitted_from_outside_the_checkout(fake
     cluster_bin.mkdir()
     for name in ("srun", "scontrol", "ray"):
         (cluster_bin / name).symlink_to(fake.bin / name)
-    (cluster_bin / "python3").write_text('#!/usr/bin/env bash\necho "WRONG python3 on PATH: $*" >>"$FAKE_LOG"; exit 1\n')
+    (cluster_bin / "python3").write_text(
+        '#!/usr/bin/env bash\necho "WRONG python3 on PATH: $*" >>"$FAKE_LOG"; exit 1\n')
     (cluster_bin / "python3").chmod(0o755)
     extra = {"FAKE_CLUSTER_PATH": f"{cluster_bin}:/usr/bin:/bin", "FAKE_JOB_OUT": str(tmp_path / "job"),
              "VERL_HADW_DATA": "data", "VERL_HADW_OUTPUT": "runs", "VERL_HADW_KEEP": "final"}
@@ -576,8 +577,8 @@ def test_sbatch_reaches_its_driver_on_a_real_ray_with_token_auth_on(tmp_path):
         "VERL_HADW_GPUS_PER_NODE": "1", "VERL_HADW_CPUS_PER_NODE": "1", "VERL_HADW_RAY_TMPDIR": ray_tmp,
         "VERL_HADW_RAY_PORT": str(_free_port()), "VERL_HADW_RAY_POLL": "1", "VERL_HADW_RAY_WAIT": "240",
         # Other Ray clusters on this machine may hold Ray's fixed default ports (the dashboard agent's 52365 among
-        # them). The agents' ports are given, not left for the raylet to read from the agents' port files: Ray 2.60's
-        # raylet waits a fixed ~15 s for those files, then aborts, and a loaded machine starts the agents slower than that.
+        # them): every port is a free one. Given ports also spare two of the raylet's waits for the agents' port
+        # files (Ray 2.60 aborts after ~15 s per file, which a loaded machine can exceed).
         "VERL_HADW_RAY_START_ARGS": " ".join([
             "--include-dashboard=false", f"--dashboard-port={_free_port()}",
             f"--ray-client-server-port={_free_port()}", f"--dashboard-agent-listen-port={_free_port()}",
