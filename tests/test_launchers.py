@@ -9,6 +9,7 @@ import ast
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -575,7 +576,8 @@ def test_sbatch_reaches_its_driver_on_a_real_ray_with_token_auth_on(tmp_path):
         "VERL_HADW_HOME": str(ROOT), "VERL_HADW_PYTHON": REAL_PY, "VERL_HADW_TRAIN_CMD": str(bin_dir / "driver"),
         "VERL_HADW_DATA": str(tmp_path / "data"), "VERL_HADW_OUTPUT": str(tmp_path / "out"),
         "VERL_HADW_GPUS_PER_NODE": "1", "VERL_HADW_CPUS_PER_NODE": "1", "VERL_HADW_RAY_TMPDIR": ray_tmp,
-        "VERL_HADW_RAY_PORT": str(_free_port()), "VERL_HADW_RAY_POLL": "1", "VERL_HADW_RAY_WAIT": "240",
+        # the default poll (5 s): each `ray status` is a Python process that would slow the head's own start-up
+        "VERL_HADW_RAY_PORT": str(_free_port()), "VERL_HADW_RAY_WAIT": "240",
         # Other Ray clusters on this machine may hold Ray's fixed default ports (the dashboard agent's 52365 among
         # them): every port is a free one. Given ports also spare two of the raylet's waits for the agents' port
         # files (Ray 2.60 aborts after ~15 s per file, which a loaded machine can exceed).
@@ -611,3 +613,4 @@ def test_sbatch_reaches_its_driver_on_a_real_ray_with_token_auth_on(tmp_path):
     assert ast.literal_eval(match.group(3)) == ["hadw_t1_qwen3_4b_grpo", "trainer.total_epochs=1",
                                                 "trainer.nnodes=1", "trainer.n_gpus_per_node=1"]
     assert "InvalidAuthToken" not in out and leftovers == []
+    shutil.rmtree(ray_tmp, ignore_errors=True)  # kept when the test fails: Ray's logs are in it
