@@ -585,7 +585,9 @@ def test_sbatch_reaches_its_driver_on_a_real_ray_with_token_auth_on(tmp_path):
             "--include-dashboard=false", f"--dashboard-port={_free_port()}",
             f"--ray-client-server-port={_free_port()}", f"--dashboard-agent-listen-port={_free_port()}",
             f"--dashboard-agent-grpc-port={_free_port()}", f"--metrics-export-port={_free_port()}",
-            f"--runtime-env-agent-port={_free_port()}"]),
+            f"--runtime-env-agent-port={_free_port()}",
+            # fewer Python processes competing with the agents' start-up on a loaded machine
+            "--include-log-monitor=false", "--disable-usage-stats"]),
     })
     began = time.monotonic()
     # output to files, not pipes: a Ray process left behind would hold a pipe open and stall the wait
