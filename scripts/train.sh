@@ -23,6 +23,7 @@
 # checkpoints it supersedes. <run_dir>/DONE (or eval/DONE) marks a finished run; the reproduce scripts and the
 # Slurm job skip runs that have it.
 set -euo pipefail
+export PYTHONUNBUFFERED=1  # the log below is tee'd: without it Python's output arrives in 8 KB blocks
 
 usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 [[ $# -ge 1 ]] || usage 2
@@ -56,15 +57,15 @@ VERL_HADW_OUTPUT=$(abspath "${VERL_HADW_OUTPUT:-runs}")
 paper=${run%%_*}
 if [[ $mode == eval ]]; then
   case $paper in hadw|dgpo) ;; *) echo "train.sh: --eval needs a hadw_* or dgpo_* run, got $run" >&2; exit 2 ;; esac
-  overrides=("+eval=$paper" "${overrides[@]}")
+  overrides=("+eval=$paper" ${overrides[@]+"${overrides[@]}"})
 fi
 # Absolute paths on the command line: verl resolves ${paths.*} in its TaskRunner, whose working directory and
 # environment may differ from this shell's (e.g. on a Ray cluster started earlier).
-overrides=("paths.data=$VERL_HADW_DATA" "paths.output=$VERL_HADW_OUTPUT" "${overrides[@]}")
+overrides=("paths.data=$VERL_HADW_DATA" "paths.output=$VERL_HADW_OUTPUT" ${overrides[@]+"${overrides[@]}"})
 
 # config dir, run dir, checkpoint dir, and the overrides of this start (a resume: trainer.val_before_train=false)
 { read -r cfg_dir && read -r run_dir && read -r ckpt_dir && read -r start_overrides; } < \
-  <("$PY" -m verl_hadw.cli configs --locate "$run" "${overrides[@]}" || echo)
+  <("$PY" -m verl_hadw.cli configs --locate "$run" ${overrides[@]+"${overrides[@]}"} || echo)
 if [[ -z ${ckpt_dir:-} ]]; then
   echo "train.sh: could not compose run '$run' (see the error above; runs: verl-hadw configs --list)" >&2
   exit 2
@@ -72,7 +73,7 @@ fi
 resume=()
 [[ -n $start_overrides ]] && read -r -a resume <<<"$start_overrides"
 # before the user's overrides, so that an explicit trainer.val_before_train=... still wins
-overrides=("${overrides[@]:0:2}" "${resume[@]}" "${overrides[@]:2}")
+overrides=("${overrides[@]:0:2}" ${resume[@]+"${resume[@]}"} "${overrides[@]:2}")
 log_dir=$run_dir
 [[ $mode == eval ]] && log_dir=$run_dir/eval
 stamp=$(date +%Y%m%d-%H%M%S)${SLURM_JOB_ID:+-job$SLURM_JOB_ID}${SLURM_RESTART_COUNT:+-restart$SLURM_RESTART_COUNT}
@@ -85,15 +86,16 @@ env_overrides=(
   "++ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH=$log_dir/metrics/$stamp.jsonl"
   "hydra.run.dir=$log_dir/hydra/$stamp"
 )
-cmd=("$PY" -m verl.trainer.main_ppo "--config-path=$cfg_dir" "--config-name=$run" "${overrides[@]}" "${env_overrides[@]}")
+cmd=("$PY" -m verl.trainer.main_ppo "--config-path=$cfg_dir" "--config-name=$run" ${overrides[@]+"${overrides[@]}"}
+  ${env_overrides[@]+"${env_overrides[@]}"})
 prefix=()
 [[ -n ${VERL_HADW_LAUNCH_PREFIX:-} ]] && read -r -a prefix <<<"$VERL_HADW_LAUNCH_PREFIX"
 
 if [[ $dry == 1 ]]; then
-  "$PY" -m verl_hadw.cli configs --show "$run" "${overrides[@]}"
+  "$PY" -m verl_hadw.cli configs --show "$run" ${overrides[@]+"${overrides[@]}"}
   echo "# run dir: $run_dir"
   printf '# command:'
-  printf ' %q' "${prefix[@]}" "${cmd[@]}"
+  printf ' %q' ${prefix[@]+"${prefix[@]}"} ${cmd[@]+"${cmd[@]}"}
   echo
   exit 0
 fi
@@ -102,12 +104,13 @@ fi
 mkdir -p "$log_dir/metrics" "$log_dir/logs"
 echo "[train.sh] $mode $run -> $log_dir (log: $log_dir/logs/$stamp.log)"
 if [[ $mode == train && -f $ckpt_dir/latest_checkpointed_iteration.txt ]]; then
-  echo "[train.sh] resuming from $ckpt_dir/global_step_$(<"$ckpt_dir/latest_checkpointed_iteration.txt")${resume[*]:+ (${resume[*]})}"
+  from=$ckpt_dir/global_step_$(<"$ckpt_dir/latest_checkpointed_iteration.txt")
+  echo "[train.sh] resuming from $from${resume[*]:+ (${resume[*]})}"
   "$PY" -m verl_hadw.repro.train_job prune "$ckpt_dir" --keep "$keep" --resume ||
     echo "[train.sh] warning: could not drop superseded checkpoints in $ckpt_dir" >&2
 fi
 set +e
-"${prefix[@]}" "${cmd[@]}" 2>&1 | tee -a "$log_dir/logs/$stamp.log"
+${prefix[@]+"${prefix[@]}"} ${cmd[@]+"${cmd[@]}"} 2>&1 | tee -a "$log_dir/logs/$stamp.log"
 status=${PIPESTATUS[0]}
 set -e
 if [[ $status -ne 0 ]]; then

@@ -5,11 +5,14 @@ run a fake interpreter whose ray module records the calls, and a ``ray`` on PATH
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -25,12 +28,26 @@ args=("$@")
 while [[ ${args[0]} == -* ]]; do
   if [[ ${args[0]} == -w ]]; then args=("${args[@]:2}"); else args=("${args[@]:1}"); fi
 done
+# what each step sees of Ray's authentication and temp dir, and of Python's buffering
+echo "auth ${args[0]##*/} ${args[*]:1:3} | ${RAY_AUTH_MODE:-unset} ${RAY_AUTH_TOKEN:-unset} ${RAY_TMPDIR:-unset}" \
+  "PYTHONUNBUFFERED=${PYTHONUNBUFFERED:-unset}" >>"$FAKE_LOG"
 case " ${args[*]} " in
-  " hostname "*) echo "${FAKE_HEAD_IP:-10.0.0.1}" ;;
+  " hostname --ip-address "*) echo "${FAKE_HEAD_IP:-10.0.0.1}" ;;
+  " hostname -I "*) echo "${FAKE_ALL_IPS:-}" ;;
+  " ip -o -4 addr show dev "*)  # `ip -o -4 addr show dev IFACE` on the head
+    [[ ${args[6]} == "${FAKE_IFACE:-ib0}" ]] && echo "3: ${args[6]}    inet 10.9.0.7/16 brd 10.9.255.255 scope global"
+    ;;
   *" ray.scripts.scripts start "*) exec "${args[@]}" ;;  # `ray start --block` on a node: the interpreter's Ray
   *)  # the training command (verl's main_ppo)
-    if [[ -n ${FAKE_PREEMPT:-} ]]; then  # Slurm's --signal=B:USR1 reaching the batch script
-      batch=$(ps -o ppid= -p "$PPID" | tr -d ' ')
+    if [[ -n ${FAKE_NEW_CHECKPOINT:-} ]]; then  # the job saved a newer checkpoint before the time limit
+      mkdir -p "$FAKE_NEW_CHECKPOINT" && echo 40 >"$FAKE_NEW_CHECKPOINT/latest_checkpointed_iteration.txt"
+    fi
+    if [[ -n ${FAKE_PREEMPT:-} ]]; then  # Slurm's --signal=B:USR1 reaching the batch script's shell
+      batch=$PPID  # train.sh here; walk up to the shell that runs train.sbatch
+      until ps -o args= -p "$batch" | grep -q 'slurm/train\.sbatch'; do
+        batch=$(ps -o ppid= -p "$batch" | tr -d ' ')
+        [[ $batch -gt 1 ]] || { echo "fake srun: no train.sbatch above me" >&2; exit 99; }
+      done
       kill -USR1 "$batch"
       sleep 0.5
     fi
@@ -43,8 +60,16 @@ esac
 PYTHON = r"""#!/usr/bin/env bash
 if [[ "$1 $2" == "-m ray.scripts.scripts" ]]; then
   shift 2
-  echo "pyray $*" >>"$FAKE_LOG"
-  if [[ $1 == status ]]; then  # GPUs appear once every node's `ray start` has run
+  [[ $1 == start ]] || echo "pyray $*" >>"$FAKE_LOG"
+  if [[ $1 == start ]]; then  # `ray start --block` runs until the job stops it; FAKE_RAY_DIES: it exits at once
+    [[ " $* " == *" ${FAKE_RAY_DIES:-none} "* ]] && { echo "died $*" >>"$FAKE_LOG"; exit 3; }
+    echo "pyray $*" >>"$FAKE_LOG"
+    exec sleep 300
+  fi
+  if [[ $1 == status ]]; then  # the head answers after FAKE_HEAD_SLOW failed polls; GPUs appear once every
+    n=$(grep -c '^pyray status' "$FAKE_LOG" || true)  # node's `ray start` has run
+    if [[ $n -le ${FAKE_HEAD_SLOW:-0} ]]; then echo "ConnectionError: no head (test)" >&2; exit 1; fi
+    echo "pyray answered" >>"$FAKE_LOG"
     n=$(grep -c '^pyray start ' "$FAKE_LOG" || true)
     printf 'Resources\n---\nUsage:\n 0.0/%d.0 CPU\n 0.0/%d.0 GPU\n' $((n * 16)) $((n * 8))
   fi
@@ -65,6 +90,13 @@ exit 1
 SCONTROL = r"""#!/usr/bin/env bash
 echo "scontrol $*" >>"$FAKE_LOG"
 if [[ "$1 $2" == "show hostnames" ]]; then printf '%s\n' $FAKE_NODES; fi
+"""
+SQUEUE = r"""#!/usr/bin/env bash
+# FAKE_QUEUE="name=jobid ...": the jobs pending or running; prints the id of the one --name= asks for
+echo "squeue $*" >>"$FAKE_LOG"
+for arg in "$@"; do [[ $arg == --name=* ]] && name=${arg#--name=}; done
+for pair in ${FAKE_QUEUE:-}; do [[ ${pair%%=*} == "$name" ]] && echo "${pair#*=}"; done
+exit 0
 """
 SBATCH = r"""#!/usr/bin/env bash
 echo "sbatch $*" >>"$FAKE_LOG"
@@ -99,7 +131,8 @@ def fake(tmp_path):
     py.parent.mkdir()
     py.write_text(PYTHON.replace("__REAL_PY__", REAL_PY).replace("__ROOT__", str(ROOT)))
     py.chmod(0o755)
-    for name, text in (("srun", SRUN), ("ray", WRONG_RAY), ("scontrol", SCONTROL), ("sbatch", SBATCH)):
+    for name, text in (("srun", SRUN), ("ray", WRONG_RAY), ("scontrol", SCONTROL), ("sbatch", SBATCH),
+                       ("squeue", SQUEUE)):
         (bin_dir / name).write_text(text)
         (bin_dir / name).chmod(0o755)
     log = tmp_path / "calls.log"
@@ -156,9 +189,9 @@ def _expected_cluster_calls(py: str, nodes: int) -> list[str]:
     lines = [f"scontrol show hostnames node[1-{nodes}]",
              "srun --nodes=1 --ntasks=1 -w node1 hostname --ip-address | RAY_ADDRESS=",
              f"{step} -w node1 {py} -m ray.scripts.scripts start --head --node-ip-address=10.0.0.1 --port=6379 "
-             "--num-cpus=16 --num-gpus=8 --block | RAY_ADDRESS="]
+             "--num-cpus=16 --num-gpus=8 --temp-dir=/tmp/ray-77 --block | RAY_ADDRESS="]
     lines += [f"{step} -w node{i} {py} -m ray.scripts.scripts start --address=10.0.0.1:6379 --num-cpus=16 "
-              "--num-gpus=8 --block | RAY_ADDRESS=" for i in range(2, nodes + 1)]
+              "--num-gpus=8 --temp-dir=/tmp/ray-77 --block | RAY_ADDRESS=" for i in range(2, nodes + 1)]
     return lines
 
 
@@ -216,21 +249,110 @@ def test_sbatch_takes_the_allocation_from_slurm_and_has_no_hard_limits(fake):
     assert "--num-cpus=96 --num-gpus=8" in start
 
 
-def test_sbatch_requeues_near_the_time_limit_and_a_finished_run_exits(fake):
-    extra = {"SLURM_JOB_NODELIST": "node1", "FAKE_NODES": "node1", "FAKE_PREEMPT": "1"}
+def test_sbatch_requeues_near_the_time_limit_only_after_progress(fake):
+    """USR1 (10 min before the time limit) requeues the job only if it saved a newer checkpoint than the one it
+    started from; otherwise it says to pass a longer --time (a requeue would start, load, validate and stop
+    again, forever). A requeued start of a finished run exits at once."""
+    run_dir = fake.tmp / "out" / "hadw" / "hadw_t1_qwen3_4b_grpo"
+    _checkpoint(run_dir / "checkpoints", 30)
+    base = {"SLURM_JOB_NODELIST": "node1", "FAKE_NODES": "node1", "FAKE_PREEMPT": "1"}
+    stuck = fake("bash", str(ROOT / "scripts/slurm/train.sbatch"), "hadw_t1_qwen3_4b_grpo", extra_env=base)
+    assert stuck.returncode == 0, stuck.stdout + stuck.stderr
+    assert "scontrol requeue 77" not in fake.calls("scontrol")
+    assert "no checkpoint since this job started (latest: 30): not requeueing" in stuck.stderr
+    assert "longer --time" in stuck.stderr
+    (run_dir / "DONE").unlink()
+    moved = fake("bash", str(ROOT / "scripts/slurm/train.sbatch"), "hadw_t1_qwen3_4b_grpo",
+                 extra_env={**base, "FAKE_NEW_CHECKPOINT": str(run_dir / "checkpoints")})
+    assert moved.returncode == 0, moved.stdout + moved.stderr
+    assert "scontrol requeue 77" in fake.calls("scontrol")
+    assert "requeueing job 77 (checkpoint 30 -> 40)" in moved.stdout
+    # the requeued job starts again: the run is finished, so no Ray cluster and no training
+    before = len(fake.calls())
+    again = fake("bash", str(ROOT / "scripts/slurm/train.sbatch"), "hadw_t1_qwen3_4b_grpo", extra_env=base)
+    assert again.returncode == 0 and "already finished" in again.stdout
+    assert len(fake.calls()) == before
+
+
+def test_sbatch_eval_pass_writes_its_own_marker(fake):
+    extra = {"SLURM_JOB_NODELIST": "node1", "FAKE_NODES": "node1"}
     proc = fake("bash", str(ROOT / "scripts/slurm/train.sbatch"), "dgpo_t1_base", "--eval", extra_env=extra)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "scontrol requeue 77" in fake.calls("scontrol")
-    assert "requeueing job 77" in proc.stdout
     (main,) = [c for c in fake.calls("srun") if "main_ppo" in c]
     run_dir = f"{fake.tmp}/out/dgpo/dgpo_t1_base"
     assert "+eval=dgpo" in main.split() and f"TENSORBOARD_DIR={run_dir}/eval/tensorboard" in main
     assert Path(run_dir, "eval", "DONE").is_file() and not Path(run_dir, "DONE").exists()
-    # the requeued job starts again: the run is finished, so no Ray cluster and no training
-    before = len(fake.calls())
-    again = fake("bash", str(ROOT / "scripts/slurm/train.sbatch"), "dgpo_t1_base", "--eval", extra_env=extra)
-    assert again.returncode == 0 and "already finished" in again.stdout
-    assert len(fake.calls()) == before
+
+
+def test_sbatch_gives_every_step_the_job_token_and_temp_dir(fake):
+    """Token auth per job: RAY_AUTH_MODE=token and one fresh 64-hex RAY_AUTH_TOKEN in the environment of every Ray
+    step and of the driver (never on a command line); a short per-job Ray temp dir; unbuffered Python."""
+    tokens = []
+    for job in ("77", "78"):
+        extra = {"SLURM_JOB_NODELIST": "node[1-2]", "FAKE_NODES": "node1 node2", "SLURM_JOB_ID": job}
+        proc = fake("bash", str(ROOT / "scripts/slurm/train.sbatch"), "hadw_t1_qwen3_4b_grpo", extra_env=extra)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        steps = [c for c in fake.calls("auth ") if "ray.scripts.scripts start" in c or "main_ppo" in c][-3:]
+        assert len(steps) == 3  # head, worker, driver
+        envs = {c.split(" | ")[1] for c in steps}
+        assert len(envs) == 1, envs
+        mode, token, tmp, unbuffered = envs.pop().split()
+        assert mode == "token" and re.fullmatch(r"[0-9a-f]{64}", token) and tmp == f"/tmp/ray-{job}"
+        assert unbuffered == "PYTHONUNBUFFERED=1"
+        assert not [c for c in fake.calls() if token in c and not c.startswith("auth ")]  # on no command line
+        tokens.append(token)
+        fake.tmp.joinpath("out/hadw/hadw_t1_qwen3_4b_grpo/DONE").unlink()
+    assert tokens[0] != tokens[1]  # per job
+    custom = fake("bash", str(ROOT / "scripts/slurm/train.sbatch"), "hadw_t1_qwen3_4b_grpo",
+                  extra_env={"SLURM_JOB_NODELIST": "node1", "FAKE_NODES": "node1",
+                             "VERL_HADW_RAY_TMPDIR": "/dev/shm/r"})
+    assert custom.returncode == 0 and "--temp-dir=/dev/shm/r" in fake.calls("pyray start")[-1]
+
+
+@pytest.mark.parametrize("case", ["loopback", "iface", "explicit", "only_loopback"])
+def test_sbatch_head_address_is_not_loopback(fake, case):
+    """The head address: what the head's name resolves to unless loopback (then its first non-loopback IPv4),
+    the address of VERL_HADW_RAY_IFACE, or VERL_HADW_RAY_HEAD_IP; a head with only loopback stops the job."""
+    extra = {"SLURM_JOB_NODELIST": "node1", "FAKE_NODES": "node1"}
+    extra.update({
+        "loopback": {"FAKE_HEAD_IP": "127.0.1.1", "FAKE_ALL_IPS": "fd00::2 192.0.2.2 10.0.0.3"},
+        "iface": {"VERL_HADW_RAY_IFACE": "ib0"},
+        "explicit": {"VERL_HADW_RAY_HEAD_IP": "10.5.5.5"},
+        "only_loopback": {"FAKE_HEAD_IP": "127.0.0.1", "FAKE_ALL_IPS": "::1"},
+    }[case])
+    proc = fake("bash", str(ROOT / "scripts/slurm/train.sbatch"), "hadw_t1_qwen3_4b_grpo", extra_env=extra)
+    if case == "only_loopback":
+        assert proc.returncode == 2 and "no non-loopback IPv4 address; set VERL_HADW_RAY_IFACE" in proc.stderr
+        assert not fake.calls("pyray")
+        return
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    want = {"loopback": "192.0.2.2", "iface": "10.9.0.7", "explicit": "10.5.5.5"}[case]
+    assert f"--node-ip-address={want} " in fake.calls("pyray start")[0]
+    assert fake.calls("main_ppo") == [] and f"RAY_ADDRESS={want}:6379" in fake.calls("srun")[-1]
+
+
+def test_sbatch_starts_workers_once_the_head_answers_and_fails_fast_when_a_ray_step_dies(fake):
+    """Workers start only after `ray status` reaches the head (its errors are shown, not hidden); a Ray step that
+    exits stops the job at once, naming the node and the status, long before VERL_HADW_RAY_WAIT."""
+    extra = {"SLURM_JOB_NODELIST": "node[1-2]", "FAKE_NODES": "node1 node2", "FAKE_HEAD_SLOW": "3"}
+    proc = fake("bash", str(ROOT / "scripts/slurm/train.sbatch"), "hadw_t1_qwen3_4b_grpo", extra_env=extra)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    ray = fake.calls("pyray")
+    worker = next(i for i, c in enumerate(ray) if c.startswith("pyray start --address="))
+    answered = ray.index("pyray answered")
+    assert answered < worker
+    # 3 unanswered polls, then the answer (the GPU poll that follows may log before the worker's start line)
+    assert sum(c.startswith("pyray status") for c in ray[:answered]) == 4
+    for dies, name in (("--head", "node1 (head)"), ("--address=10.0.0.1:6379", "node2")):
+        fake.tmp.joinpath("out/hadw/hadw_t1_qwen3_4b_grpo/DONE").unlink(missing_ok=True)
+        extra = {"SLURM_JOB_NODELIST": "node[1-2]", "FAKE_NODES": "node1 node2", "FAKE_RAY_DIES": dies,
+                 "VERL_HADW_RAY_WAIT": "120"}
+        began = time.monotonic()
+        died = fake("bash", str(ROOT / "scripts/slurm/train.sbatch"), "hadw_t1_qwen3_4b_grpo", extra_env=extra)
+        assert time.monotonic() - began < 60  # not the 120 s wait
+        assert died.returncode == 1
+        assert f"the Ray step on {name} exited (status 3" in died.stderr, died.stderr
+        assert "main_ppo" not in "".join(fake.calls("srun")[-1:])
 
 
 def test_reproduce_submits_pending_steps_and_skips_finished_ones(fake):
@@ -261,6 +383,22 @@ def test_reproduce_submits_pending_steps_and_skips_finished_ones(fake):
         f"sbatch --parsable --nodes=2 --job-name=dgpo_t1_dgpo-eval {export} {site} "
         f"--dependency=afterok:1003 {script} dgpo_t1_dgpo --eval trainer.logger=[console,tensorboard]",
     ]
+    # run again while dgpo_t1_dgpo's training job is pending and dgpo_t1_base's evaluation runs: neither is
+    # submitted twice, and the new evaluation job waits for the queued training job
+    again = fake("bash", str(ROOT / "scripts/reproduce_dgpo.sh"), "--slurm", "--only", "dgpo_t1_*",
+                 extra_env={"FAKE_QUEUE": "dgpo_t1_dgpo=555 dgpo_t1_base-eval=556 dgpo_t1_grpo=557"})
+    assert again.returncode == 0, again.stderr
+    assert "job 555 is pending or running; not submitted again" in again.stdout
+    assert "job 556 is pending or running" in again.stdout
+    submitted = fake.calls("sbatch")[4:]
+    assert [c.split("--job-name=")[1].split()[0] for c in submitted] == ["dgpo_t1_grpo-eval", "dgpo_t1_dgpo-eval"]
+    assert "--dependency=afterok:555" in submitted[1]
+    user = fake.calls("squeue")[-1]
+    assert "--noheader" in user and re.search(r"--user=\S+ --name=dgpo_t1_dgpo-eval --format=%i", user)
+    broken = fake.bin / "squeue"
+    broken.write_text("#!/usr/bin/env bash\nexit 1\n")
+    fails = fake("bash", str(ROOT / "scripts/reproduce_dgpo.sh"), "--slurm", "--only", "dgpo_t1_*")
+    assert fails.returncode == 1 and "squeue failed" in fails.stderr and len(fake.calls("sbatch")) == 6
 
 
 def test_reproduce_slurm_jobs_work_when_submitted_from_outside_the_checkout(fake, tmp_path):
@@ -275,8 +413,7 @@ def test_reproduce_slurm_jobs_work_when_submitted_from_outside_the_checkout(fake
     for name in ("srun", "scontrol", "ray"):
         (cluster_bin / name).symlink_to(fake.bin / name)
     (cluster_bin / "python3").write_text(
-        '#!/usr/bin/env bash\necho "WRONG python3 on PATH: $*" >>"$FAKE_LOG"; exit 1\n'
-    )
+        '#!/usr/bin/env bash\necho "WRONG python3 on PATH: $*" >>"$FAKE_LOG"; exit 1\n')
     (cluster_bin / "python3").chmod(0o755)
     extra = {"FAKE_CLUSTER_PATH": f"{cluster_bin}:/usr/bin:/bin", "FAKE_JOB_OUT": str(tmp_path / "job"),
              "VERL_HADW_DATA": "data", "VERL_HADW_OUTPUT": "runs", "VERL_HADW_KEEP": "final"}
@@ -360,3 +497,122 @@ def test_train_keeps_state_when_asked_and_refuses_a_bad_policy(fake):
     bad = fake("bash", str(ROOT / "scripts/train.sh"), run, extra_env={"VERL_HADW_KEEP": "latest"})
     assert bad.returncode == 2 and "VERL_HADW_KEEP=latest" in bad.stderr
     assert len(fake.calls("main_ppo")) == 2  # refused before launching anything
+
+
+# ------------------------------------------------------------------------------------------ shell hygiene
+LAUNCHERS = ["scripts/train.sh", "scripts/slurm/train.sbatch", "scripts/reproduce_paper.sh"]
+
+
+@pytest.mark.parametrize("script", LAUNCHERS)
+def test_launchers_expand_arrays_safely_for_old_bash(script):
+    """`"${a[@]}"` of an empty array is an unbound-variable error under `set -u` in bash < 4.4 (still common on
+    clusters): every whole-array expansion is written ${a[@]+"${a[@]}"}."""
+    text = (ROOT / script).read_text()
+    bare = re.findall(r'(?<!\+)"\$\{(\w+)\[@\]\}"', text)
+    assert bare == [], f"{script}: unguarded array expansions of {sorted(set(bare))}"
+    assert "set -euo pipefail" in text
+
+
+def test_train_runs_python_unbuffered(fake):
+    """train.sh tees verl's output into the run log: Python must not hold it back in 8 KB blocks."""
+    proc = fake("bash", str(ROOT / "scripts/train.sh"), "hadw_t1_qwen3_4b_grpo",
+                extra_env={"VERL_HADW_LAUNCH_PREFIX": f"{fake.bin}/srun --overlap"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (env,) = [c for c in fake.calls("auth ") if "main_ppo" in c]
+    assert env.endswith("PYTHONUNBUFFERED=1")
+
+
+# ------------------------------------------------------------------------------------ the real Ray, one node
+PASS_THROUGH_SRUN = r"""#!/usr/bin/env bash
+# srun on a one-node allocation, minus Slurm: drop srun's own options and run the command here
+args=("$@")
+while [[ ${args[0]} == -* ]]; do
+  if [[ ${args[0]} == -w ]]; then args=("${args[@]:2}"); else args=("${args[@]:1}"); fi
+done
+exec "${args[@]}"
+"""
+DRIVER = r"""#!/usr/bin/env bash
+# stands in for scripts/train.sh: the driver connects to the job's Ray cluster as verl's main_ppo does
+exec "$VERL_HADW_PYTHON" -c '
+import os, sys, time, ray
+began = time.monotonic()
+address = os.environ["RAY_ADDRESS"]
+ray.init(address=address, logging_level="ERROR")
+print(f"DRIVER connected in {time.monotonic() - began:.1f}s to {address}: "
+      f"{ray.cluster_resources()} args={sys.argv[1:]}", flush=True)
+ray.shutdown()
+' "$@"
+"""
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("", 0))
+        return sock.getsockname()[1]
+
+
+def test_sbatch_reaches_its_driver_on_a_real_ray_with_token_auth_on(tmp_path):
+    """The real train.sbatch with the venv's real Ray (>= 2.59 turns token auth on when ~/.ray/auth_token exists,
+    as after any local ray.init()), one node, a pass-through srun: the head starts, `ray status` and the driver's
+    ray.init() get in with the job's token, and the driver sees the cluster."""
+    import ray
+
+    home = tmp_path / "home"
+    (home / ".ray").mkdir(parents=True)
+    (home / ".ray" / "auth_token").write_text("0" * 64)  # someone's earlier local ray.init()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, text in (("srun", PASS_THROUGH_SRUN), ("scontrol", SCONTROL), ("driver", DRIVER)):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    job = f"{os.getpid()}{time.monotonic_ns() % 10000}"
+    ray_tmp = f"/tmp/ray-t{job}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "SLURM_"))}
+    env.update({
+        "HOME": str(home), "PATH": f"{bin_dir}:{os.environ['PATH']}", "FAKE_LOG": str(tmp_path / "calls.log"),
+        "FAKE_NODES": "node1", "SLURM_JOB_NODELIST": "node1", "SLURM_JOB_ID": job,
+        "VERL_HADW_HOME": str(ROOT), "VERL_HADW_PYTHON": REAL_PY, "VERL_HADW_TRAIN_CMD": str(bin_dir / "driver"),
+        "VERL_HADW_DATA": str(tmp_path / "data"), "VERL_HADW_OUTPUT": str(tmp_path / "out"),
+        "VERL_HADW_GPUS_PER_NODE": "1", "VERL_HADW_CPUS_PER_NODE": "1", "VERL_HADW_RAY_TMPDIR": ray_tmp,
+        # the default poll (5 s): each `ray status` is a Python process that would slow the head's own start-up
+        "VERL_HADW_RAY_PORT": str(_free_port()), "VERL_HADW_RAY_WAIT": "240",
+        # Other Ray clusters on this machine may hold Ray's fixed default ports (the dashboard agent's 52365 among
+        # them): every port is a free one. Given ports also spare two of the raylet's waits for the agents' port
+        # files (Ray 2.60 aborts after ~15 s per file, which a loaded machine can exceed).
+        "VERL_HADW_RAY_START_ARGS": " ".join([
+            "--include-dashboard=false", f"--dashboard-port={_free_port()}",
+            f"--ray-client-server-port={_free_port()}", f"--dashboard-agent-listen-port={_free_port()}",
+            f"--dashboard-agent-grpc-port={_free_port()}", f"--metrics-export-port={_free_port()}",
+            f"--runtime-env-agent-port={_free_port()}",
+            # fewer Python processes competing with the agents' start-up on a loaded machine
+            "--include-log-monitor=false", "--disable-usage-stats"]),
+    })
+    began = time.monotonic()
+    # output to files, not pipes: a Ray process left behind would hold a pipe open and stall the wait
+    with open(tmp_path / "job.out", "w") as stdout, open(tmp_path / "job.err", "w") as stderr:
+        try:
+            proc = subprocess.run(["bash", str(ROOT / "scripts/slurm/train.sbatch"), "hadw_t1_qwen3_4b_grpo",
+                                   "trainer.total_epochs=1"], env=env, cwd=tmp_path, stdout=stdout, stderr=stderr,
+                                  timeout=600)
+        finally:  # `ray start --block` stops its processes when the job ends; this catches any it left
+            leftovers = subprocess.run(["pgrep", "-f", ray_tmp], capture_output=True, text=True).stdout.split()
+            for pid in leftovers:
+                subprocess.run(["kill", pid])
+    elapsed = time.monotonic() - began
+    proc.stdout, proc.stderr = (tmp_path / "job.out").read_text(), (tmp_path / "job.err").read_text()
+    out = proc.stdout + proc.stderr
+    print(f"\n[real Ray {ray.__version__}] sbatch -> driver: {elapsed:.1f} s\n{out[-3000:]}")
+    assert proc.returncode == 0, out
+    assert "token authentication (per job)" in proc.stdout
+    match = re.search(r"DRIVER connected in [0-9.]+s to (\S+): (\{.*\}) args=(\[.*\])", proc.stdout)
+    assert match, out
+    host, port = match.group(1).rsplit(":", 1)
+    assert not host.startswith("127.") and port == env["VERL_HADW_RAY_PORT"]
+    resources = ast.literal_eval(match.group(2))
+    assert resources["GPU"] == 1.0 and resources["CPU"] == 1.0
+    assert ast.literal_eval(match.group(3)) == ["hadw_t1_qwen3_4b_grpo", "trainer.total_epochs=1",
+                                                "trainer.nnodes=1", "trainer.n_gpus_per_node=1"]
+    assert "InvalidAuthToken" not in out and leftovers == []
+    shutil.rmtree(ray_tmp, ignore_errors=True)  # kept when the test fails: Ray's logs are in it
