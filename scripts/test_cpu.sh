@@ -7,4 +7,4 @@ venv=${VERL_HADW_VENV:-.venv}
 export WANDB_MODE=disabled TOKENIZERS_PARALLELISM=false
 "$venv/bin/ruff" check .  # lint (pyproject.toml: line length 120, import order); ruff comes from the test extra
 "$venv/bin/verl-hadw" doctor
-exec "$venv/bin/python" -m pytest -q -p no:cacheprovider tests "$@"
+exec "$venv/bin/python" -m pytest -q -p no:cacheprovider --durations=25 tests "$@"  # the 25 slowest: CI time
