@@ -121,7 +121,9 @@ def unused_options(algorithm: Any) -> list[str]:
     hadw, dgpo = algorithm_node(algorithm, "hadw"), algorithm_node(algorithm, "dgpo")
     unused = []
     if estimator != "hadw":
-        shared = ("algorithm.hadw.state_key", "algorithm.hadw.log_metrics")[: 2 if estimator == "dgpo" else 1]
+        shared = {"algorithm.hadw.state_key"}  # names the anchor: every shipped base config sets it
+        if estimator == "dgpo":
+            shared.add("algorithm.hadw.log_metrics")
         unused += [k for k in _set_keys(hadw, "algorithm.hadw") if k not in shared]
     if estimator not in ("hadw", "dgpo"):
         unused += _set_keys(dgpo, "algorithm.dgpo")
