@@ -7,7 +7,6 @@ prints one JSON line per step with the anchor values verl would log. Batches dep
 import json
 import os
 import sys
-import time
 
 import numpy as np
 import torch
@@ -24,27 +23,14 @@ def verl_save(ckpt: str, step: int) -> None:
         f.write(str(step))
 
 
-def wait_until_gone(name: str, timeout: float = 300) -> None:
-    """Wait until no live actor holds ``name``: ``ray.kill`` only asks Ray to end an actor, so a call sent right
-    after it can still reach the old actor."""
-    import ray
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            ray.get_actor(name)
-        except ValueError:
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"actor {name} is still registered {timeout} s after it was killed or its owner died")
-
-
 def kill_actor(name: str) -> None:
     """Kill the named actor and return once it is gone."""
     import ray
 
+    from verl_hadw.anchor.stores import wait_until_released
+
     ray.kill(ray.get_actor(name))
-    wait_until_gone(name)
+    wait_until_released(name, timeout=300)
 
 
 def batch(step: int):

@@ -24,14 +24,14 @@ from ray.cluster_utils import Cluster
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)  # script mode: anchor_run, helpers
 
-from anchor_run import batch, config, wait_until_gone  # noqa: E402
+from anchor_run import batch, config  # noqa: E402
 from helpers import algo, make_inputs  # noqa: E402
 
 from verl_hadw import metrics  # noqa: E402
 from verl_hadw.anchor import AnchorState  # noqa: E402
 from verl_hadw.anchor import client as anchor_client  # noqa: E402
 from verl_hadw.anchor.file_format import STATE_FILE  # noqa: E402
-from verl_hadw.anchor.stores import AnchorService, actor_name  # noqa: E402
+from verl_hadw.anchor.stores import AnchorService, actor_name, wait_until_released  # noqa: E402
 from verl_hadw.options import AnchorConfig, parse_hadw  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -249,7 +249,7 @@ def test_taskrunner_node_death_ends_the_job_and_the_checkpoint_resumes_it_exactl
     cluster.remove_node(node)  # steps 4-5 ran after the last checkpoint (step 3) and are lost with the node
     with pytest.raises(ray.exceptions.RayActorError):
         ray.get(runner.step.remote(6), timeout=TIMEOUT)  # verl's driver sees this and the job fails
-    wait_until_gone(name)  # the anchor died with its owner: nothing stale for a later job to pick up
+    wait_until_released(name, timeout=TIMEOUT)  # the anchor died with its owner: nothing stale for a later job
     saved = json.loads((tmp_path / "ckpt" / "global_step_3" / STATE_FILE).read_text())
     assert saved["global_step"] == 3 and saved["state"]["open_step"] == 3 and saved["state_key"] == key
 

@@ -22,7 +22,7 @@ from verl_hadw.anchor.machine import AnchorState, AnchorView
 from verl_hadw.errors import AnchorActorError
 from verl_hadw.options import AnchorConfig
 
-__all__ = ["AnchorService", "LocalStore", "RayStore", "actor_name", "make_store"]
+__all__ = ["AnchorService", "LocalStore", "RayStore", "actor_name", "make_store", "wait_until_released"]
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +77,21 @@ def actor_name(key: str) -> str:
     import ray
 
     return f"verl_hadw:anchor:{ray.get_runtime_context().get_job_id()}:{key}"
+
+
+def wait_until_released(name: str, timeout: float = 60.0) -> None:
+    """Return once no live actor holds ``name``: ``ray.kill`` returns before the actor is gone, and until then
+    ``get_if_exists`` hands the dying actor back."""
+    import ray
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            ray.get_actor(name)
+        except ValueError:
+            return
+        time.sleep(0.1)
+    raise AnchorActorError(f"the Ray actor '{name}' still holds its name {timeout:.0f} s after it was killed")
 
 
 def _ray_session() -> tuple[str, str] | None:
@@ -136,22 +151,9 @@ class RayStore:
             return
         if session == self.session:  # a crashed actor keeps its name until killed: free it
             ray.kill(self.actor, no_restart=True)
-            self._wait_for_name_release()
+            wait_until_released(self.name)
         self.session, self.name = session, actor_name(self.key)
         self.actor, self.mirror = self._create(self.mirror)
-
-    def _wait_for_name_release(self, timeout: float = 60.0) -> None:
-        """``ray.kill`` returns before the actor is gone; until then ``get_if_exists`` hands the dying actor back."""
-        import ray
-
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                ray.get_actor(self.name)
-            except ValueError:
-                return
-            time.sleep(0.1)
-        raise AnchorActorError(f"the Ray actor '{self.name}' was killed but still holds its name after {timeout:.0f} s")
 
     def _call(self, method: str, *args):
         """``method`` of the anchor's ``AnchorService``: the actor's, or this process's once Ray is gone."""
