@@ -9,8 +9,7 @@ cd "$(dirname "$0")/.."
 bash scripts/install_cpu.sh
 py="${VERL_HADW_VENV:-.venv}/bin/python"
 out=runs/demo
-rm -rf "$out/checkpoints"
-"$py" -m verl_hadw.toy.launch --assets runs/cpu_assets --log "$out/main_ppo.log" --plot "$out/demo.png" -- \
-  trainer.experiment_name=demo trainer.default_local_dir="$PWD/$out/checkpoints" trainer.save_freq=15 "$@"
+# --demo: log, PNG and checkpoints (removed first: a fresh run, not a resume) in $out; experiment "demo", saves at 15, 30
+"$py" -m verl_hadw.toy.launch --assets runs/cpu_assets --demo "$out" -- "$@"
 echo "checkpoints (verl's, each with verl_hadw_anchor.json): $out/checkpoints"
 ls "$out/checkpoints"

@@ -1,7 +1,8 @@
 """Shared by the end-to-end tests: verl's real ``main_ppo`` on the CPU toy, and resuming from a run's checkpoint.
 
-The runs use the demo's config at 8 prompts a step (the demo trains 16): these tests check plumbing (metrics,
-anchor files, exact resume), which does not need the demo's batch, and a step costs half.
+The runs use the demo's config at 8 prompts a step (today also the demo's batch), set here so that these tests,
+which check plumbing (metrics, anchor files, exact resume), keep their cost if the demo's batch changes. The
+demo's own 30-step run is ``run_demo`` (once per session: conftest.py's ``demo_run``).
 
 A resumed run starts from a copy of the uninterrupted run's checkpoint ``global_step_K`` (verl's files, the
 anchor file or the legacy snapshot of step K, ``latest_checkpointed_iteration.txt``), as after a job killed right
@@ -9,7 +10,11 @@ after it saved step K. Running the first K steps a second time would only reprod
 """
 
 import shutil
+import subprocess
+import sys
 import time
+from dataclasses import dataclass
+from pathlib import Path
 
 from verl_hadw.anchor.file_format import STATE_FILE
 from verl_hadw.anchor.legacy_snapshots import SNAPSHOT_DIR
@@ -35,15 +40,16 @@ def ray_failed_to_start(code: int, log: str) -> bool:
     return code != 0 and RAY_STARTED not in log and any(sign in log for sign in signs)
 
 
-def main_ppo(assets, workdir, name, *overrides, expect_ok=True, experiment=None, attempts=3):
+def main_ppo(assets, workdir, name, *overrides, expect_ok=True, experiment=None, attempts=3, small=True):
     """One ``main_ppo`` run in ``workdir/name`` (verl's checkpoints); returns (exit code, log, steps). A run whose
-    Ray node did not start is tried again: these tests are about what happens once it has."""
+    Ray node did not start is tried again: these tests are about what happens once it has. ``small=False`` keeps
+    the demo's own batch (a run resumed from the demo's checkpoint)."""
     for attempt in range(1, attempts + 1):
         code, log = run(
             assets,
             [
                 f"trainer.experiment_name={experiment or name}", f"trainer.default_local_dir={workdir}/{name}",
-                *small_batch(overrides), *overrides,
+                *(small_batch(overrides) if small else []), *overrides,
             ],
             cwd=str(workdir),
         )
@@ -67,3 +73,30 @@ def checkpoint_copy(workdir, source: str, target: str, step: int) -> None:
         shutil.copy2(snapshot, dst / SNAPSHOT_DIR / snapshot.name)
     else:
         assert (dst / f"global_step_{step}" / STATE_FILE).exists()  # the v1 trainer's anchor file
+
+
+@dataclass
+class DemoRun:
+    """The demo's own run (``scripts/demo_cpu.sh`` without the install step), in ``out``."""
+
+    out: Path
+    stdout: str
+    log: str
+    steps: dict
+    seconds: float  # wall time of the launcher: main_ppo from Python start to exit, plot included
+
+
+def run_demo(out: Path, attempts: int = 3) -> DemoRun:
+    """``python -m verl_hadw.toy.launch --demo out``: what the demo script runs once installed. Shared by the demo
+    test and the sync-trainer end-to-end tests (one 30-step run instead of one more of a few steps)."""
+    cmd = [sys.executable, "-m", "verl_hadw.toy.launch", "--assets", str(out / "assets"), "--demo", str(out)]
+    for attempt in range(1, attempts + 1):
+        start = time.monotonic()
+        proc = subprocess.run(cmd, cwd=out, capture_output=True, text=True, timeout=1800)
+        seconds = time.monotonic() - start
+        log = (out / "main_ppo.log").read_text() if (out / "main_ppo.log").exists() else ""
+        if not ray_failed_to_start(proc.returncode, log):
+            break
+        time.sleep(10 * attempt)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    return DemoRun(out, proc.stdout, log, parse_steps(log), seconds)

@@ -8,6 +8,7 @@ without Ray, the pieces that make a CPU run deterministic.
 
 import os
 import random
+import shutil
 import subprocess
 import sys
 
@@ -212,22 +213,18 @@ def assert_step_lines(steps, n, metrics):
     assert nonzero_steps >= 1
 
 
-STRAIGHT, HALF = 6, 3  # the exact-resume comparison: 6 steps straight vs 3 + resume 3
+DEMO_STEPS, RESUME_FROM, RESUMED = 30, 15, 3  # the demo saves at 15; the resumed run trains steps 16-18
 
 
-@pytest.fixture(scope="module")
-def hadw_straight(assets, workdir):
-    """The uninterrupted reference: 6 steps, checkpoints at steps 3 and 6."""
-    steps = (f"trainer.total_training_steps={STRAIGHT}", f"trainer.save_freq={HALF}")
-    return main_ppo(assets, workdir, "straight", *steps)
-
-
-def test_v1_hadw(hadw_straight, workdir):
-    _, log, steps = hadw_straight
-    assert_step_lines(steps, STRAIGHT, HADW_METRICS)
-    assert steps[2]["hadw/anchor_prior"] == steps[1]["hadw/anchor_posterior"]  # Eq. 12 across real steps
-    assert (workdir / "straight" / f"global_step_{HALF}" / "verl_hadw_anchor.json").exists()
-    assert (workdir / "straight" / f"global_step_{STRAIGHT}" / "verl_hadw_anchor.json").exists()
+def test_v1_hadw(demo_run):
+    """The demo's 30-step run (the session's ``demo_run``): HA-DW's metrics on every step, the anchor carried
+    from step to step, its file in both checkpoints."""
+    steps = demo_run.steps
+    assert_step_lines(steps, DEMO_STEPS, HADW_METRICS)
+    for step in range(2, DEMO_STEPS + 1):
+        assert steps[step]["hadw/anchor_prior"] == steps[step - 1]["hadw/anchor_posterior"], step  # Eq. 12
+    for step in (RESUME_FROM, DEMO_STEPS):
+        assert (demo_run.out / "checkpoints" / f"global_step_{step}" / "verl_hadw_anchor.json").exists()
     assert steps[1]["training/rollout_probs_diff_max"] < 1e-2  # the hfcpu rollout samples the actor's weights
 
 
@@ -242,18 +239,19 @@ def test_v1_hadw_over_dgpo(assets, workdir):
     assert_step_lines(steps, 2, HADW_METRICS + DGPO_METRICS)
 
 
-def test_resume_continues_the_run_exactly(assets, workdir, hadw_straight):
-    """Resumed from the uninterrupted run's step-3 checkpoint, a run reproduces every metric of steps 4-6 bit for
+def test_resume_continues_the_run_exactly(workdir, demo_run):
+    """Resumed from the demo's step-15 checkpoint, a run reproduces every metric of the demo's steps 16-18 bit for
     bit (not only the anchor): same rollouts, same batch order, same update. Timings and memory are left out."""
-    straight = hadw_straight[2]
-    checkpoint_copy(workdir, "straight", "resumed", HALF)
+    demo = workdir / "demo"
+    shutil.copytree(demo_run.out / "checkpoints", demo)  # the demo's folder, as checkpoint_copy expects
+    checkpoint_copy(workdir, "demo", "resumed", RESUME_FROM)
     _, _, resumed = main_ppo(
-        assets, workdir, "resumed", f"trainer.total_training_steps={STRAIGHT}", f"trainer.save_freq={HALF}",
-        "trainer.resume_mode=auto", experiment="straight",
+        str(demo_run.out / "assets"), workdir, "resumed", f"trainer.total_training_steps={RESUME_FROM + RESUMED}",
+        f"trainer.save_freq={RESUME_FROM}", "trainer.resume_mode=auto", experiment="demo", small=False,
     )
-    assert sorted(resumed) == list(range(HALF + 1, STRAIGHT + 1))  # verl started after the copied checkpoint
+    assert sorted(resumed) == list(range(RESUME_FROM + 1, RESUME_FROM + RESUMED + 1))  # after the checkpoint
     for step in resumed:
-        expected = stable_metrics(straight[step])
+        expected = stable_metrics(demo_run.steps[step])
         assert set(ANCHOR) | {"actor/grad_norm", "critic/score/mean"} <= set(expected)
         assert stable_metrics(resumed[step]) == expected, step
 

@@ -81,7 +81,8 @@ class StudyPlan:
     out: Path = Path("runs/study")
     methods: list[str] = field(default_factory=lambda: list(METHODS))
     seeds: list[int] = field(default_factory=lambda: [1, 2, 3, 4, 5])
-    steps: int = 30  # the demo's run: the hadw runs' training steps are the demo's (validation does not alter them)
+    steps: int = 30
+    prompts: int = 16  # prompts a step (x rollout.n = 4 responses), set here: the study does not follow the demo's
     test_freq: int = 5
     val_prompts: int = 32  # held-out prompts, a quarter per tier
     val_n: int = 4  # sampled answers per held-out prompt (temperature 1)
@@ -94,8 +95,8 @@ class StudyPlan:
             raise ValueError(f"unknown study method(s) {unknown}; valid: {list(METHODS)}")
         if "grpo_lr_phi" in self.methods and "hadw" not in self.methods:
             raise ValueError("method grpo_lr_phi needs method hadw in the same study (its Φ sets the learning rate)")
-        if self.steps < 1 or self.test_freq < 1 or self.val_n < 1 or self.val_prompts < len(TIERS):
-            raise ValueError("steps, test_freq and val_n must be >= 1 and val_prompts >= 4 (one per tier)")
+        if min(self.steps, self.prompts, self.test_freq, self.val_n) < 1 or self.val_prompts < len(TIERS):
+            raise ValueError("steps, prompts, test_freq and val_n must be >= 1 and val_prompts >= 4 (one per tier)")
 
     @property
     def assets(self) -> Path:
@@ -109,8 +110,9 @@ class StudyPlan:
 
 
 def quick_plan(out: Path) -> StudyPlan:
-    """Two methods, one seed, two steps: checks the pipeline (the test suite's mode), not the numbers."""
-    return StudyPlan(out=out, methods=["hadw", "grpo_lr_phi"], seeds=[1], steps=2, test_freq=1, val_prompts=8, val_n=2)
+    """Two methods, one seed, two steps of 8 prompts: checks the pipeline (the test suite's mode), not the numbers."""
+    return StudyPlan(out=out, methods=["hadw", "grpo_lr_phi"], seeds=[1], steps=2, prompts=8, test_freq=1,
+                     val_prompts=8, val_n=2)
 
 
 def base_overrides(plan: StudyPlan, method: str, seed: int) -> list[str]:
@@ -119,6 +121,8 @@ def base_overrides(plan: StudyPlan, method: str, seed: int) -> list[str]:
         *METHODS[method],
         f"data.seed={seed}",
         f"trainer.total_training_steps={plan.steps}",
+        f"data.train_batch_size={plan.prompts}",
+        f"actor_rollout_ref.actor.ppo_mini_batch_size={plan.prompts}",  # one mini-batch a step, as in the demo
         f"trainer.test_freq={plan.test_freq}",
         "trainer.val_before_train=true",
         "trainer.save_freq=-1",

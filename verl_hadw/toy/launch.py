@@ -11,12 +11,16 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import time
 
 from verl_hadw.console_log import parse_steps
 
-__all__ = ["config_dir", "command", "environment", "parse_steps", "run", "stable_metrics", "table_printer"]
+__all__ = [
+    "config_dir", "command", "demo_overrides", "environment", "parse_steps", "run", "stable_metrics", "table_printer",
+]
 
 
 def config_dir() -> str:
@@ -131,25 +135,44 @@ def table_printer(out=sys.stdout):
     return on_line
 
 
+DEMO_SAVE_FREQ = 15  # the demo saves verl checkpoints (each with the anchor) at steps 15 and 30
+
+
+def demo_overrides(out: str) -> list[str]:
+    """What ``scripts/demo_cpu.sh`` adds to configs/cpu/demo.yaml: its name, checkpoints under ``out``."""
+    return ["trainer.experiment_name=demo", f"trainer.default_local_dir={os.path.abspath(out)}/checkpoints",
+            f"trainer.save_freq={DEMO_SAVE_FREQ}"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--assets", default=os.path.join("runs", "cpu_assets"))
     parser.add_argument("--log", default=None, help="write verl's full output here and print a metrics table")
     parser.add_argument("--plot", default=None, help="with --log: also save reward, C⁻ and y_t per step as this PNG")
+    parser.add_argument("--demo", default=None, metavar="DIR",
+                        help="the demo: a fresh run logged to DIR/main_ppo.log, plotted to DIR/demo.png, verl "
+                             "checkpoints in DIR/checkpoints (removed first, so the run does not resume)")
     parser.add_argument("overrides", nargs="*", help="Hydra overrides for main_ppo")
     args = parser.parse_args()
+    overrides = list(args.overrides)
+    if args.demo is not None:
+        shutil.rmtree(os.path.join(args.demo, "checkpoints"), ignore_errors=True)
+        args.log, args.plot = os.path.join(args.demo, "main_ppo.log"), os.path.join(args.demo, "demo.png")
+        overrides = [*demo_overrides(args.demo), *overrides]
+    start = time.monotonic()
     if args.log is None:
-        code, _ = run(args.assets, args.overrides, on_line=sys.stdout.write)
+        code, _ = run(args.assets, overrides, on_line=sys.stdout.write)
     else:
         os.makedirs(os.path.dirname(os.path.abspath(args.log)), exist_ok=True)
         print(f"verl main_ppo output: {args.log}")
-        code, log = run(args.assets, args.overrides, on_line=table_printer())
+        code, log = run(args.assets, overrides, on_line=table_printer())
         with open(args.log, "w") as f:
             f.write(log)
         if code != 0:
             sys.stdout.write(log[-4000:])
         elif args.plot:
             summarise_run(parse_steps(log), args.plot)
+    print(f"main_ppo took {time.monotonic() - start:.0f} s (exit code {code})")
     sys.exit(code)
 
 
