@@ -139,3 +139,11 @@ def test_runs_start_hadw_first_and_grpo_lr_phi_waits_for_every_hadw_run(tmp_path
     assert started[:3] == [("hadw", 1), ("hadw", 2), ("hadw", 3)]
     assert [m for m, _ in started].count("grpo_lr_phi") == 3 and len(started) == 15
     assert (tmp_path / "curves.png").exists()
+
+
+def test_comparisons_cover_each_method_against_grpo_and_both_controls():
+    pairs = study.comparisons(list(study.METHODS))
+    assert {(m, "grpo") for m in study.METHODS if m != "grpo"} <= set(pairs)
+    assert ("hadw", "grpo_lr_phi") in pairs  # the step-size control
+    assert ("hadw_dgpo", "dgpo") in pairs  # what HA-DW adds to DGPO
+    assert study.comparisons(["grpo", "hadw"]) == [("hadw", "grpo")]

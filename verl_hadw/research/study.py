@@ -1,7 +1,8 @@
 """The CPU study: GRPO, HA-DW, DGPO, HA-DW over DGPO and a step-size control through verl's own ``main_ppo``.
 
 Every run is the CPU demo's command (``verl_hadw.toy.launch``: ``configs/cpu/demo.yaml`` on the toy task) with
-the method's overrides, a ``data.seed`` and verl's own validation every ``test_freq`` steps on held-out prompts
+the method's overrides, the study's own batch (``StudyPlan.prompts``, 16 prompts a step; the demo trains 8), a
+``data.seed`` and verl's own validation every ``test_freq`` steps on held-out prompts
 of the four tiers (``verl_hadw.toy.task``; one verl ``data_source`` per tier, so verl logs
 ``val-core/toy_<tier>/acc/mean@N``, the accuracy of N sampled answers per prompt, averaged over the tier).
 
@@ -310,10 +311,12 @@ def summarise(rows, methods, tiers=(*TIERS, ALL)) -> list[dict]:
 
 
 def comparisons(methods) -> list[tuple[str, str]]:
-    """Every method against GRPO, and HA-DW against its step-size control."""
+    """Every method against GRPO, HA-DW against its step-size control, and HA-DW over DGPO against DGPO (what
+    HA-DW adds to that base)."""
     pairs = [(m, BASELINE) for m in methods if m != BASELINE and BASELINE in methods]
-    if "hadw" in methods and "grpo_lr_phi" in methods:
-        pairs.append(("hadw", "grpo_lr_phi"))
+    for first, second in (("hadw", "grpo_lr_phi"), ("hadw_dgpo", "dgpo")):
+        if first in methods and second in methods:
+            pairs.append((first, second))
     return pairs
 
 
