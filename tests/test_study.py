@@ -66,13 +66,16 @@ def test_plan_refuses_what_it_cannot_run(tmp_path):
         study.measured_phi(study.StudyPlan(out=tmp_path))
     with pytest.raises(ValueError, match="prompts"):
         study.StudyPlan(out=tmp_path, prompts=0)
+    with pytest.raises(ValueError, match="lr"):
+        study.StudyPlan(out=tmp_path, lr=0)
 
 
 def test_the_study_sets_its_own_batch_whatever_the_demo_trains(tmp_path):
-    """The committed study trained 16 prompts a step; its runs say so themselves, so a later change of the demo's
-    batch (configs/cpu/demo.yaml) leaves a rerun of the study the same study."""
+    """The committed study trained 16 prompts a step at lr 5e-3; its runs say so themselves, so a later change of
+    the demo's batch or learning rate (configs/cpu/demo.yaml) leaves a rerun of the study the same study."""
     overrides = study.base_overrides(study.StudyPlan(out=tmp_path), "hadw", 3)
     assert "data.train_batch_size=16" in overrides and "actor_rollout_ref.actor.ppo_mini_batch_size=16" in overrides
+    assert "actor_rollout_ref.actor.optim.lr=0.005" in overrides  # the study's lr, whatever the demo's
     assert "data.seed=3" in overrides and "trainer.total_training_steps=30" in overrides
 
 
@@ -88,6 +91,9 @@ def test_quick_study_through_main_ppo(tmp_path):
     assert phi["phi"] == pytest.approx(study.measured_phi(plan)) and phi["phi"] > 0
     overrides = json.loads((plan.run_dir("grpo_lr_phi", 1) / "overrides.json").read_text())
     assert f"actor_rollout_ref.actor.optim.lr={phi['lr']:.6g}" in overrides
+    assert [o for o in overrides if o.startswith("actor_rollout_ref.actor.optim.lr=")] == [
+        f"actor_rollout_ref.actor.optim.lr={phi['lr']:.6g}"]  # one lr: the plan's times Φ
+    assert phi["lr"] == pytest.approx(plan.lr * phi["phi"])
     assert "data.train_batch_size=8" in overrides  # the quick plan's batch
     with open(tmp_path / "docs" / "val_accuracy.csv") as f:
         rows = list(csv.DictReader(f))

@@ -22,6 +22,7 @@ def add_subcommand(sub) -> None:
     p.add_argument("--seeds", nargs="+", type=int, default=d.seeds, help="data.seed values")
     p.add_argument("--steps", type=int, default=d.steps)
     p.add_argument("--prompts", type=int, default=d.prompts, help="prompts a step (4 responses each)")
+    p.add_argument("--lr", type=float, default=d.lr, help="actor learning rate (grpo_lr_phi: times the measured Φ)")
     p.add_argument("--test-freq", type=int, default=d.test_freq, help="validate every k steps (and before step 1)")
     p.add_argument("--val-prompts", type=int, default=d.val_prompts, help="held-out prompts, a quarter per tier")
     p.add_argument("--val-n", type=int, default=d.val_n, help="sampled answers per held-out prompt")
@@ -40,7 +41,8 @@ def study(args: argparse.Namespace) -> int:
         plan.extra = list(args.overrides)
     else:
         plan = StudyPlan(out=Path(args.out), methods=args.methods, seeds=args.seeds, steps=args.steps,
-                         prompts=args.prompts, test_freq=args.test_freq, val_prompts=args.val_prompts, val_n=args.val_n,
+                         prompts=args.prompts, lr=args.lr, test_freq=args.test_freq,
+                         val_prompts=args.val_prompts, val_n=args.val_n,
                          extra=list(args.overrides))
     start = time.time()
     print(f"verl-hadw study: {plan.ordered_methods()} x seeds {plan.seeds}, {plan.steps} steps of {plan.prompts} "

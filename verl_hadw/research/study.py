@@ -84,6 +84,7 @@ class StudyPlan:
     seeds: list[int] = field(default_factory=lambda: [1, 2, 3, 4, 5])
     steps: int = 30
     prompts: int = 16  # prompts a step (x rollout.n = 4 responses), set here: the study does not follow the demo's
+    lr: float = 5e-3  # the actor's learning rate (grpo_lr_phi: times the measured Φ), also the study's own
     test_freq: int = 5
     val_prompts: int = 32  # held-out prompts, a quarter per tier
     val_n: int = 4  # sampled answers per held-out prompt (temperature 1)
@@ -98,6 +99,8 @@ class StudyPlan:
             raise ValueError("method grpo_lr_phi needs method hadw in the same study (its Φ sets the learning rate)")
         if min(self.steps, self.prompts, self.test_freq, self.val_n) < 1 or self.val_prompts < len(TIERS):
             raise ValueError("steps, prompts, test_freq and val_n must be >= 1 and val_prompts >= 4 (one per tier)")
+        if not self.lr > 0:
+            raise ValueError(f"lr must be > 0, got {self.lr}")
 
     @property
     def assets(self) -> Path:
@@ -116,7 +119,8 @@ def quick_plan(out: Path) -> StudyPlan:
                      val_prompts=8, val_n=2)
 
 
-def base_overrides(plan: StudyPlan, method: str, seed: int) -> list[str]:
+def base_overrides(plan: StudyPlan, method: str, seed: int, lr: float | None = None) -> list[str]:
+    """The run's Hydra overrides on configs/cpu/demo.yaml; ``lr`` defaults to the plan's."""
     run_dir = plan.run_dir(method, seed).resolve()
     return [
         *METHODS[method],
@@ -124,6 +128,7 @@ def base_overrides(plan: StudyPlan, method: str, seed: int) -> list[str]:
         f"trainer.total_training_steps={plan.steps}",
         f"data.train_batch_size={plan.prompts}",
         f"actor_rollout_ref.actor.ppo_mini_batch_size={plan.prompts}",  # one mini-batch a step, as in the demo
+        f"actor_rollout_ref.actor.optim.lr={plan.lr if lr is None else lr:.6g}",
         f"trainer.test_freq={plan.test_freq}",
         "trainer.val_before_train=true",
         "trainer.save_freq=-1",
@@ -134,14 +139,6 @@ def base_overrides(plan: StudyPlan, method: str, seed: int) -> list[str]:
         f"actor_rollout_ref.rollout.val_kwargs.n={plan.val_n}",
         *plan.extra,
     ]
-
-
-def demo_learning_rate() -> float:
-    from omegaconf import OmegaConf
-
-    from verl_hadw.toy.launch import config_dir
-
-    return float(OmegaConf.load(Path(config_dir()) / "demo.yaml").actor_rollout_ref.actor.optim.lr)
 
 
 def measured_phi(plan: StudyPlan) -> float:
@@ -173,9 +170,9 @@ def run_one(plan: StudyPlan, method: str, seed: int, log=print) -> bool:
     run_dir.mkdir(parents=True, exist_ok=True)
     overrides = base_overrides(plan, method, seed)
     if method == "grpo_lr_phi":
-        lr, phi = demo_learning_rate(), measured_phi(plan)
-        overrides.append(f"actor_rollout_ref.actor.optim.lr={lr * phi:.6g}")
-        (run_dir / "phi.json").write_text(json.dumps({"demo_lr": lr, "phi": phi, "lr": lr * phi}))
+        phi = measured_phi(plan)
+        overrides = base_overrides(plan, method, seed, lr=plan.lr * phi)
+        (run_dir / "phi.json").write_text(json.dumps({"study_lr": plan.lr, "phi": phi, "lr": plan.lr * phi}))
     (run_dir / "overrides.json").write_text(json.dumps(overrides, indent=1))
     start = time.time()
     for attempt in range(1, ATTEMPTS + 1):
