@@ -83,7 +83,6 @@ class DemoRun:
     stdout: str
     log: str
     steps: dict
-    seconds: float  # wall time of the launcher: main_ppo from Python start to exit, plot included
 
 
 def run_demo(out: Path, attempts: int = 3) -> DemoRun:
@@ -91,12 +90,10 @@ def run_demo(out: Path, attempts: int = 3) -> DemoRun:
     test and the sync-trainer end-to-end tests (one 30-step run instead of one more of a few steps)."""
     cmd = [sys.executable, "-m", "verl_hadw.toy.launch", "--assets", str(out / "assets"), "--demo", str(out)]
     for attempt in range(1, attempts + 1):
-        start = time.monotonic()
         proc = subprocess.run(cmd, cwd=out, capture_output=True, text=True, timeout=1800)
-        seconds = time.monotonic() - start
         log = (out / "main_ppo.log").read_text() if (out / "main_ppo.log").exists() else ""
         if not ray_failed_to_start(proc.returncode, log):
             break
         time.sleep(10 * attempt)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    return DemoRun(out, proc.stdout, log, parse_steps(log), seconds)
+    return DemoRun(out, proc.stdout, log, parse_steps(log))

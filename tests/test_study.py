@@ -153,3 +153,25 @@ def test_comparisons_cover_each_method_against_grpo_and_both_controls():
     assert ("hadw", "grpo_lr_phi") in pairs  # the step-size control
     assert ("hadw_dgpo", "dgpo") in pairs  # what HA-DW adds to DGPO
     assert study.comparisons(["grpo", "hadw"]) == [("hadw", "grpo")]
+
+
+def test_grpo_lr_phi_runs_at_the_study_lr_times_the_measured_phi(tmp_path, monkeypatch):
+    """run_one's overrides without main_ppo: verl's launcher stands in, answering with a one-step console log."""
+    import verl_hadw.toy.launch as launch
+
+    plan = study.StudyPlan(out=tmp_path, methods=["hadw", "grpo_lr_phi"], seeds=[1], steps=1, test_freq=1, lr=4e-3)
+    fake_run(plan, "hadw", 1, lambda s, t: 0.5, phi=1.25)
+    seen = []
+
+    def fake_main_ppo(assets, overrides, **kwargs):
+        seen.append(overrides)
+        return 0, f"{study.RAY_STARTED}\n(TaskRunner pid=1) step:1 - critic/score/mean:0.5\n"
+
+    monkeypatch.setattr(launch, "run", fake_main_ppo)
+    assert study.run_one(plan, "grpo_lr_phi", 1, log=lambda msg: None)
+    lrs = [o for o in seen[0] if o.startswith("actor_rollout_ref.actor.optim.lr=")]
+    assert lrs == ["actor_rollout_ref.actor.optim.lr=0.005"]  # 4e-3 x 1.25, once
+    phi = json.loads((plan.run_dir("grpo_lr_phi", 1) / "phi.json").read_text())
+    assert phi == {"study_lr": 4e-3, "phi": 1.25, "lr": pytest.approx(5e-3)}
+    assert "data.train_batch_size=16" in seen[0] and (plan.run_dir("grpo_lr_phi", 1) / "DONE").exists()
+    assert not study.run_one(plan, "grpo_lr_phi", 1, log=lambda msg: None) and len(seen) == 1  # done: skipped

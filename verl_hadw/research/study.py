@@ -1,9 +1,9 @@
 """The CPU study: GRPO, HA-DW, DGPO, HA-DW over DGPO and a step-size control through verl's own ``main_ppo``.
 
 Every run is the CPU demo's command (``verl_hadw.toy.launch``: ``configs/cpu/demo.yaml`` on the toy task) with
-the method's overrides, the study's own batch (``StudyPlan.prompts``, 16 prompts a step; the demo trains 8), a
-``data.seed`` and verl's own validation every ``test_freq`` steps on held-out prompts
-of the four tiers (``verl_hadw.toy.task``; one verl ``data_source`` per tier, so verl logs
+the method's overrides, the study's own batch and learning rate (``StudyPlan.prompts`` and ``lr``: 16 prompts a
+step at 5e-3; the demo trains 8 at 1e-2), a ``data.seed`` and verl's own validation every ``test_freq`` steps
+on held-out prompts of the four tiers (``verl_hadw.toy.task``; one verl ``data_source`` per tier, so verl logs
 ``val-core/toy_<tier>/acc/mean@N``, the accuracy of N sampled answers per prompt, averaged over the tier).
 
 The methods (``METHODS``): ``grpo``, ``hadw``, ``dgpo``, ``hadw_dgpo`` (``+algorithm.hadw.base=dgpo``) and
@@ -168,11 +168,12 @@ def run_one(plan: StudyPlan, method: str, seed: int, log=print) -> bool:
     if (run_dir / "DONE").exists():
         return False
     run_dir.mkdir(parents=True, exist_ok=True)
-    overrides = base_overrides(plan, method, seed)
+    lr = plan.lr
     if method == "grpo_lr_phi":
         phi = measured_phi(plan)
-        overrides = base_overrides(plan, method, seed, lr=plan.lr * phi)
-        (run_dir / "phi.json").write_text(json.dumps({"study_lr": plan.lr, "phi": phi, "lr": plan.lr * phi}))
+        lr = plan.lr * phi
+        (run_dir / "phi.json").write_text(json.dumps({"study_lr": plan.lr, "phi": phi, "lr": lr}))
+    overrides = base_overrides(plan, method, seed, lr=lr)
     (run_dir / "overrides.json").write_text(json.dumps(overrides, indent=1))
     start = time.time()
     for attempt in range(1, ATTEMPTS + 1):
