@@ -40,30 +40,43 @@ def ray_failed_to_start(code: int, log: str) -> bool:
     return code != 0 and RAY_STARTED not in log and any(sign in log for sign in signs)
 
 
-def main_ppo(assets, workdir, name, *overrides, expect_ok=True, experiment=None, attempts=3, small=True):
-    """One ``main_ppo`` run in ``workdir/name`` (verl's checkpoints); returns (exit code, log, steps). A run whose
-    Ray node did not start is tried again: these tests are about what happens once it has. ``small=False`` keeps
-    the demo's own batch (a run resumed from the demo's checkpoint)."""
+def until_ray_started(run_once, attempts: int):
+    """``run_once()`` -> (exit code, log, ...) again while its Ray node did not come up, at most ``attempts`` times:
+    these tests are about what happens once it has."""
     for attempt in range(1, attempts + 1):
+        result = run_once()
+        if not ray_failed_to_start(result[0], result[1]):
+            break
+        time.sleep(10 * attempt)
+    return result
+
+
+def main_ppo(assets, workdir, name, *overrides, expect_ok=True, experiment=None, attempts=3, small=True):
+    """One ``main_ppo`` run in ``workdir/name`` (verl's checkpoints); returns (exit code, log, steps), trying again
+    if Ray did not start. ``small=False`` keeps the demo's own batch (a run resumed from the demo's checkpoint)."""
+    batch = small_batch(overrides) if small else []
+
+    def run_once():
         code, log = run(
             assets,
             [
                 f"trainer.experiment_name={experiment or name}", f"trainer.default_local_dir={workdir}/{name}",
-                *(small_batch(overrides) if small else []), *overrides,
+                *batch, *overrides,
             ],
             cwd=str(workdir),
         )
         (workdir / f"{name}.log").write_text(log)
-        if not ray_failed_to_start(code, log):
-            break
-        time.sleep(10 * attempt)
+        return code, log
+
+    code, log = until_ray_started(run_once, attempts)
     if expect_ok:
         assert code == 0, log[-5000:]
     return code, log, parse_steps(log)
 
 
-def checkpoint_copy(workdir, source: str, target: str, step: int) -> None:
-    """``workdir/target`` holds only what ``workdir/source`` had on disk right after it saved step ``step``."""
+def checkpoint_copy(workdir, source: str | Path, target: str, step: int) -> None:
+    """``workdir/target`` holds only what ``workdir/source`` (or the folder ``source``, if absolute) had on disk
+    right after it saved step ``step``."""
     src, dst = workdir / source, workdir / target
     shutil.copytree(src / f"global_step_{step}", dst / f"global_step_{step}")
     (dst / "latest_checkpointed_iteration.txt").write_text(str(step))
@@ -89,11 +102,12 @@ def run_demo(out: Path, attempts: int = 3) -> DemoRun:
     """``python -m verl_hadw.toy.launch --demo out``: what the demo script runs once installed. Shared by the demo
     test and the sync-trainer end-to-end tests (one 30-step run instead of one more of a few steps)."""
     cmd = [sys.executable, "-m", "verl_hadw.toy.launch", "--assets", str(out / "assets"), "--demo", str(out)]
-    for attempt in range(1, attempts + 1):
+
+    def run_once():
         proc = subprocess.run(cmd, cwd=out, capture_output=True, text=True, timeout=1800)
         log = (out / "main_ppo.log").read_text() if (out / "main_ppo.log").exists() else ""
-        if not ray_failed_to_start(proc.returncode, log):
-            break
-        time.sleep(10 * attempt)
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+        return proc.returncode, log, proc
+
+    code, log, proc = until_ray_started(run_once, attempts)
+    assert code == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     return DemoRun(out, proc.stdout, log, parse_steps(log))

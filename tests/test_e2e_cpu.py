@@ -8,7 +8,6 @@ without Ray, the pieces that make a CPU run deterministic.
 
 import os
 import random
-import shutil
 import subprocess
 import sys
 
@@ -242,9 +241,7 @@ def test_v1_hadw_over_dgpo(assets, workdir):
 def test_resume_continues_the_run_exactly(workdir, demo_run):
     """Resumed from the demo's step-15 checkpoint, a run reproduces every metric of the demo's steps 16-18 bit for
     bit (not only the anchor): same rollouts, same batch order, same update. Timings and memory are left out."""
-    demo = workdir / "demo"
-    shutil.copytree(demo_run.out / "checkpoints", demo)  # the demo's folder, as checkpoint_copy expects
-    checkpoint_copy(workdir, "demo", "resumed", RESUME_FROM)
+    checkpoint_copy(workdir, demo_run.out / "checkpoints", "resumed", RESUME_FROM)
     _, _, resumed = main_ppo(
         str(demo_run.out / "assets"), workdir, "resumed", f"trainer.total_training_steps={RESUME_FROM + RESUMED}",
         f"trainer.save_freq={RESUME_FROM}", "trainer.resume_mode=auto", experiment="demo", small=False,
