@@ -116,6 +116,22 @@ def test_canonical_replay_buffer_reorders_keys_and_tags(monkeypatch):
         sampler.CanonicalReplayBuffer("colocate_async", {}, None, "drop", {})
 
 
+def test_the_demo_buffer_polls_at_the_configured_interval():
+    """verl's 2 s poll was most of a demo step's rollout wait; the demo sets 0.05 s through sampler_kwargs."""
+    from omegaconf import OmegaConf
+
+    from verl_hadw.cpu import sampler
+    from verl_hadw.toy.launch import config_dir
+
+    assert sampler.CanonicalReplayBuffer("sync", {}, None, "drop", {}).poll_interval == 2.0  # verl's own default
+    demo = OmegaConf.load(os.path.join(config_dir(), "demo.yaml")).trainer.v1.sampler.sampler_kwargs
+    assert sampler.CanonicalReplayBuffer("sync", {}, None, "drop", demo).poll_interval == 0.05
+    with pytest.raises(ValueError, match=r"sampler_kwargs\.poll_interval must be > 0"):
+        sampler.CanonicalReplayBuffer("sync", {}, None, "drop", {"poll_interval": 0})
+    with pytest.raises(ValueError, match=r"unknown keys \['pol_interval'\]"):
+        sampler.CanonicalReplayBuffer("sync", {}, None, "drop", {"pol_interval": 0.1})
+
+
 def test_pin_threads_fixes_the_thread_count_in_every_process(monkeypatch):
     import torch
     import transfer_queue.utils.common as tq_common

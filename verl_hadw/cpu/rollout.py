@@ -36,7 +36,7 @@ from verl.workers.rollout.utils import ensure_async_iterator
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["HFCPUServer", "HFCPUServerAdapter", "HFCPUReplica", "SampleSeeds", "server_name"]
+__all__ = ["HFCPUServer", "HFCPUServerAdapter", "HFCPUReplica", "SampleSeeds", "decode", "server_name"]
 
 NAME = "hfcpu"
 DETERMINISTIC_ID = re.compile(r"^det-\d+$")  # verl's request id under rollout.full_determinism: det-<batch row>
@@ -61,6 +61,62 @@ class SampleSeeds:
 
     def reset(self) -> None:
         self.seen.clear()
+
+
+def decode(model, prompt_ids: list[int], max_new_tokens: int, temperature: float = 1.0, top_p: float = 1.0,
+           top_k: int = -1, logprobs: bool = False) -> tuple[list[int], list[float] | None]:
+    """Sample one response token by token with a KV cache; returns (token ids, their log-probs or None).
+
+    The same draws as ``model.generate(do_sample=temperature > 0, ...)`` from the same global RNG state, and
+    the same log-probs bit for bit (``tests/test_cpu_rollout.py``), in about two thirds of its time: generate's
+    per-call set-up (config merging, processors, stopping criteria) costs more than this tiny model's forward.
+    Log-probs are of the temperature-scaled logits, before top-k / top-p (what vLLM reports); ``top_k <= 0``
+    and ``top_p = 1`` switch those filters off, as in vLLM's sampling parameters.
+    """
+    from transformers import (
+        DynamicCache,
+        LogitsProcessorList,
+        TemperatureLogitsWarper,
+        TopKLogitsWarper,
+        TopPLogitsWarper,
+    )
+
+    sample = temperature > 0
+    warpers = LogitsProcessorList()
+    if sample and temperature != 1.0:
+        warpers.append(TemperatureLogitsWarper(temperature))
+    if sample and top_k > 0:
+        warpers.append(TopKLogitsWarper(top_k))
+    if sample and top_p < 1.0:
+        warpers.append(TopPLogitsWarper(top_p))
+    eos = model.generation_config.eos_token_id
+    eos = set() if eos is None else {eos} if isinstance(eos, int) else set(eos)
+    ids = torch.tensor([prompt_ids], dtype=torch.long)
+    mask = torch.ones_like(ids)
+    cache = DynamicCache(config=model.config)
+    tokens, log_probs = [], []
+    with torch.no_grad():
+        step_input = ids
+        for _ in range(max_new_tokens):
+            # logits_to_keep=1: the last position only, as generate asks; the full-prompt lm_head rounds differently
+            out = model(input_ids=step_input, attention_mask=mask, past_key_values=cache, use_cache=True,
+                        logits_to_keep=1)
+            logits = out.logits[:, -1, :].float()
+            if sample:
+                probs = torch.softmax(warpers(ids, logits), dim=-1)
+                token = torch.multinomial(probs, num_samples=1)
+            else:
+                token = logits.argmax(dim=-1, keepdim=True)
+            if logprobs:
+                scaled = logits / temperature if sample else logits
+                log_probs.append(torch.log_softmax(scaled, dim=-1)[0, token[0, 0]].item())
+            tokens.append(int(token))
+            if tokens[-1] in eos:
+                break
+            ids = torch.cat([ids, token], dim=1)
+            mask = torch.cat([mask, mask.new_ones(1, 1)], dim=1)
+            step_input = token
+    return tokens, (log_probs if logprobs else None)
 
 
 def _get(config: Any, key: str, default=None):
@@ -92,28 +148,16 @@ class HFCPUServer:
         params = dict(sampling_params)
         response_length = int(_get(self.config, "response_length"))
         max_tokens = params.pop("max_tokens", None) or params.pop("max_new_tokens", None) or response_length
-        temperature = float(params.get("temperature", 1.0))
-        top_k = int(params.get("top_k", -1))
         torch.manual_seed(self.seeds(request_id, prompt_ids, self.global_steps))
-        inputs = torch.tensor([list(prompt_ids)], dtype=torch.long)
-        with torch.no_grad():
-            out = self.model.generate(
-                inputs,
-                attention_mask=torch.ones_like(inputs),
-                max_new_tokens=int(min(max_tokens, response_length)),
-                do_sample=temperature > 0,
-                temperature=temperature if temperature > 0 else None,
-                top_p=float(params.get("top_p", 1.0)) if temperature > 0 else None,
-                top_k=top_k if top_k > 0 else None,
-                return_dict_in_generate=True,
-                output_logits=bool(params.get("logprobs")),
-                pad_token_id=self.model.generation_config.pad_token_id,
-            )
-        tokens = out.sequences[0, inputs.shape[1] :].tolist()
-        log_probs = None
-        if params.get("logprobs"):
-            logits = torch.stack(out.logits, dim=1)[0].float() / (temperature if temperature > 0 else 1.0)
-            log_probs = torch.log_softmax(logits, dim=-1).gather(-1, torch.tensor(tokens)[:, None]).squeeze(-1).tolist()
+        tokens, log_probs = decode(
+            self.model,
+            list(prompt_ids),
+            max_new_tokens=int(min(max_tokens, response_length)),
+            temperature=float(params.get("temperature", 1.0)),
+            top_p=float(params.get("top_p", 1.0)),
+            top_k=int(params.get("top_k", -1)),
+            logprobs=bool(params.get("logprobs")),
+        )
         return TokenOutput(
             token_ids=tokens,
             log_probs=log_probs,

@@ -15,6 +15,13 @@ is the same tensor on every run. Plugged in through verl's own extension point (
     trainer.v1.sampler.custom_sampler.path=pkg://verl_hadw.cpu.sampler
     trainer.v1.sampler.custom_sampler.name=CanonicalReplayBuffer
 
+It also polls TransferQueue more often. verl's buffer looks for finished groups every ``poll_interval`` = 2 s, a
+wait sized for GPU batches; the CPU demo's 32 responses finish in well under a second, so every step waited
+for the 2 s tick. The interval is a constructor argument that verl does not expose in its config, so this
+buffer reads it from the custom sampler's ``sampler_kwargs`` (``trainer.v1.sampler.sampler_kwargs.poll_interval``,
+seconds; default verl's 2.0). The batch does not depend on it: the sync trainer requests exactly one batch of
+prompts and samples once all of them have finished.
+
 It is for the sync trainer (``trainer.v1.trainer_mode=sync``, the default) and refuses the async modes.
 verl passes a custom sampler only its base arguments, so DAPO group filtering (``algorithm.filter_groups``)
 and ``sync_refill_failed_groups`` are not available with it; the CPU demo uses neither.
@@ -64,6 +71,14 @@ class CanonicalReplayBuffer(ReplayBuffer):
                 "set trainer.v1.sampler.custom_sampler.path=null to use verl's own async replay buffer"
             )
         super().__init__(trainer_mode, *args, **kwargs)
+        options = dict(self.sampler_kwargs or {})
+        key = "trainer.v1.sampler.sampler_kwargs"
+        if set(options) - {"poll_interval"}:
+            raise ValueError(f"{key}: unknown keys {sorted(set(options) - {'poll_interval'})}; "
+                             "CanonicalReplayBuffer takes only poll_interval (seconds, > 0)")
+        self.poll_interval = float(options.get("poll_interval", self.poll_interval))
+        if not self.poll_interval > 0:
+            raise ValueError(f"{key}.poll_interval must be > 0 seconds, got {self.poll_interval}")
 
     def _materialize_batch(self, partition_id, selected_prompt_uids, partition_snapshot) -> KVBatchMeta:
         batch = super()._materialize_batch(partition_id, selected_prompt_uids, partition_snapshot)
