@@ -60,3 +60,22 @@ def test_decode_leaves_log_probs_out_unless_asked(model):
     torch.manual_seed(0)
     tokens, log_probs = decode(model, [5, 6, 7], 4)
     assert log_probs is None and 1 <= len(tokens) <= 4
+
+
+def test_top_k_minus_one_samples_the_whole_vocabulary():
+    """verl (vLLM's convention) sends top_k=-1 for "no top-k". transformers' generate, given top_k=None, applies
+    its default top_k=50 instead, so the old server sampled only the 50 likeliest tokens of a larger vocabulary
+    while reporting log-probs of the full distribution. decode draws from all of it."""
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed(0)
+    config = Qwen2Config(vocab_size=400, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                         num_attention_heads=2, num_key_value_heads=1, eos_token_id=None)
+    model = Qwen2ForCausalLM(config).eval()  # near-uniform over 400 tokens
+    model.generation_config.eos_token_id = None
+    with torch.no_grad():
+        logits = model(input_ids=torch.tensor([[1, 2, 3]])).logits[0, -1]
+    top50 = set(logits.topk(50).indices.tolist())
+    torch.manual_seed(1)
+    drawn = [decode(model, [1, 2, 3], 1, top_k=-1)[0][0] for _ in range(200)]
+    assert len(set(drawn) - top50) > 100  # about 7/8 of the draws fall outside the top 50

@@ -67,11 +67,11 @@ def decode(model, prompt_ids: list[int], max_new_tokens: int, temperature: float
            top_k: int = -1, logprobs: bool = False) -> tuple[list[int], list[float] | None]:
     """Sample one response token by token with a KV cache; returns (token ids, their log-probs or None).
 
-    The same draws as ``model.generate(do_sample=temperature > 0, ...)`` from the same global RNG state, and
-    the same log-probs bit for bit (``tests/test_cpu_rollout.py``), in about two thirds of its time: generate's
-    per-call set-up (config merging, processors, stopping criteria) costs more than this tiny model's forward.
-    Log-probs are of the temperature-scaled logits, before top-k / top-p (what vLLM reports); ``top_k <= 0``
-    and ``top_p = 1`` switch those filters off, as in vLLM's sampling parameters.
+    Draws what ``model.generate(do_sample=temperature > 0, ...)`` draws from the same global RNG state, with the
+    same log-probs bit for bit (``tests/test_cpu_rollout.py``), in about two thirds of its time (generate's
+    per-call set-up costs more than this tiny model's forward). Log-probs are of the temperature-scaled logits,
+    before top-k / top-p. ``top_k <= 0`` and ``top_p = 1`` switch those filters off, as in the vLLM-style
+    sampling parameters verl sends; ``generate`` read ``top_k=None`` as its own default of 50.
     """
     from transformers import (
         DynamicCache,
