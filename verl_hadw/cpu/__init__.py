@@ -5,8 +5,8 @@ Opt-in only: nothing here runs unless a process imports ``verl_hadw.cpu`` (selec
 affected. Importing it registers, through verl's own extension points:
 
 - a ``cpu`` platform in ``verl.plugin.platform.PlatformRegistry`` (``platform.py``);
-- an ``hfcpu`` rollout (``transformers.generate`` in a Ray actor) in verl's rollout and replica registries
-  (``rollout.py``);
+- an ``hfcpu`` rollout (a ``transformers`` model with a KV-cache decode loop, in a Ray actor) in verl's
+  rollout and replica registries (``rollout.py``);
 - an ``hfcpu_ray`` checkpoint engine for rollouts in their own resource pool (``separate_async``;
   ``weight_sync.py``);
 
