@@ -16,8 +16,8 @@ is the same tensor on every run. Plugged in through verl's own extension point (
     trainer.v1.sampler.custom_sampler.name=CanonicalReplayBuffer
 
 It also polls TransferQueue more often. verl's buffer looks for finished groups every ``poll_interval`` = 2 s, a
-wait sized for GPU batches; the CPU demo's 32 responses finish in well under a second, so every step waited
-for the 2 s tick. The interval is a constructor argument that verl does not expose in its config, so this
+wait sized for GPU batches; the CPU demo's 32 responses finish in about 1.4 s, so every step waited for the
+2 s tick. The interval is a constructor argument that verl does not expose in its config, so this
 buffer reads it from the custom sampler's ``sampler_kwargs`` (``trainer.v1.sampler.sampler_kwargs.poll_interval``,
 seconds; default verl's 2.0). The batch does not depend on it: the sync trainer requests exactly one batch of
 prompts and samples once all of them have finished.
