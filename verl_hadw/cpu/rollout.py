@@ -68,10 +68,11 @@ def decode(model, prompt_ids: list[int], max_new_tokens: int, temperature: float
     """Sample one response token by token with a KV cache; returns (token ids, their log-probs or None).
 
     Draws what ``model.generate(do_sample=temperature > 0, ...)`` draws from the same global RNG state, with the
-    same log-probs bit for bit (``tests/test_cpu_rollout.py``), in about two thirds of its time (generate's
-    per-call set-up costs more than this tiny model's forward). Log-probs are of the temperature-scaled logits,
-    before top-k / top-p. ``top_k <= 0`` and ``top_p = 1`` switch those filters off, as in the vLLM-style
-    sampling parameters verl sends; ``generate`` read ``top_k=None`` as its own default of 50.
+    same log-probs bit for bit (``tests/test_cpu_rollout.py``), in 0.76 of its time on the demo's model
+    (``benchmarks/bench_hfcpu_decode.py``: generate's per-call set-up costs more than a tiny model's forward).
+    Log-probs are of the temperature-scaled logits, before top-k / top-p. ``top_k <= 0`` and ``top_p = 1`` switch
+    those filters off, as in the vLLM-style sampling parameters verl sends; ``generate`` read ``top_k=None`` as its
+    own default of 50.
     """
     from transformers import (
         DynamicCache,
