@@ -117,7 +117,7 @@ def test_canonical_replay_buffer_reorders_keys_and_tags(monkeypatch):
 
 
 def test_the_demo_buffer_polls_at_the_configured_interval():
-    """verl's 2 s poll was most of a demo step's rollout wait; the demo sets 0.05 s through sampler_kwargs."""
+    """verl's 2 s poll rounded each demo step's rollouts (about 1.4 s) up to 2 s; the demo polls every 0.05 s."""
     from omegaconf import OmegaConf
 
     from verl_hadw.cpu import sampler
