@@ -21,7 +21,7 @@ from verl_hadw.callback import HadwCheckpointCallback
 from verl_hadw.errors import ResumeConflictError
 from verl_hadw.options import AnchorConfig, DgpoConfig, HadwConfig, parse_hadw
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+RESUME_PAGE = Path(__file__).resolve().parent.parent / "docs" / "reliability.md"  # "Resuming under changed options"
 
 
 def _user_keys(cls, prefix):
@@ -36,7 +36,7 @@ def _user_keys(cls, prefix):
     return keys
 
 
-def test_every_declared_option_has_exactly_one_rule_and_the_readme_shows_the_table():
+def test_every_declared_option_has_exactly_one_rule_and_the_docs_show_the_table():
     declared = _user_keys(HadwConfig, "algorithm.hadw.") + _user_keys(DgpoConfig, "algorithm.dgpo.")
     assert len(declared) == len(_user_keys(HadwConfig, "")) + len(_user_keys(DgpoConfig, ""))
     declared.append("algorithm.norm_adv_by_std_in_grpo")  # verl's key, read by HA-DW's GRPO base
@@ -47,9 +47,9 @@ def test_every_declared_option_has_exactly_one_rule_and_the_readme_shows_the_tab
         assert RULES[f"algorithm.{key}"].kind == MEANING
     for key in ("eta", "eta_min", "window", "sigma_source"):
         assert RULES[f"algorithm.hadw.anchor.{key}"].kind == TUNING
-    readme = README.read_text(encoding="utf-8")
-    block = readme.split("<!-- resume-rules:begin -->\n", 1)[1].split("<!-- resume-rules:end -->", 1)[0]
-    assert block.strip() == rules_table(), "README resume table is stale: paste compatibility.rules_table()"
+    page = RESUME_PAGE.read_text(encoding="utf-8")
+    block = page.split("<!-- resume-rules:begin -->\n", 1)[1].split("<!-- resume-rules:end -->", 1)[0]
+    assert block.strip() == rules_table(), f"{RESUME_PAGE} resume table is stale: paste compatibility.rules_table()"
 
 
 def test_options_of_records_every_rule_key_with_the_parsed_value():
