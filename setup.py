@@ -34,7 +34,8 @@ EXTRAS = {
         "setuptools",
         "psutil",
         "ruff",
-    ],  # build: wheel test; psutil: RSS; ruff: lint
+        "mkdocs>=1.6,<2",
+    ],  # build: wheel test; psutil: RSS; ruff: lint; mkdocs: the docs build (validation of anchors needs 1.6)
     # GPU-only, never installed on CPU machines: verl's own pins (vllm 0.24.0, torch 2.11.0, transformers 5.9.0,
     # its flash-attn build) through its extras.
     "gpu": [f"verl[vllm,fsdp]=={META['VERL_VERSION']}"],
