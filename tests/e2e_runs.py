@@ -1,14 +1,22 @@
-"""Shared by the end-to-end tests: verl's real ``main_ppo`` on the CPU toy, and resuming from a run's checkpoint.
+"""Every launch of verl's real ``main_ppo`` that the test session makes, in one list (``LAUNCHES``).
+
+The tests name the launches they read with ``@pytest.mark.e2e("name", ...)`` and get their results from the
+session's pool (``e2e_pool.py``, fixture ``e2e`` in conftest.py), which runs them in the background. One launch
+carries every check that can read it: the demo's 30-step run is the demo test, the v1 HA-DW checks and the source
+of the exact-resume run; the GPU smoke script's CPU run trains HA-DW over DGPO, so it is also the v1 check of that
+estimator.
 
 The runs use the demo's config at 8 prompts a step (today also the demo's batch), set here so that these tests,
-which check plumbing (metrics, anchor files, exact resume), keep their cost if the demo's batch changes. The
-demo's own 30-step run is ``run_demo`` (once per session: conftest.py's ``demo_run``).
+which check plumbing (metrics, anchor files, exact resume), keep their cost if the demo's batch changes.
 
 A resumed run starts from a copy of the uninterrupted run's checkpoint ``global_step_K`` (verl's files, the
 anchor file or the legacy snapshot of step K, ``latest_checkpointed_iteration.txt``), as after a job killed right
 after it saved step K. Running the first K steps a second time would only reproduce that checkpoint.
 """
 
+from __future__ import annotations
+
+import os
 import shutil
 import subprocess
 import sys
@@ -16,13 +24,20 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from e2e_pool import RAY_STARTED, Context, Launch
+
 from verl_hadw.anchor.file_format import STATE_FILE
 from verl_hadw.anchor.legacy_snapshots import SNAPSHOT_DIR
-from verl_hadw.research.study import RAY_STARTED
 from verl_hadw.toy.launch import parse_steps, run
 from verl_hadw.toy.modes import requested_mode
 
+ROOT = Path(__file__).resolve().parents[1]
 PROMPTS = 8  # prompts per step in these runs
+MODES = ["colocate_async", "separate_async"]
+LEGACY = ["trainer.use_v1=false", "trainer.save_freq=2"]
+DEMO_STEPS, DEMO_RESUME_FROM, DEMO_RESUMED = 30, 15, 3  # the demo saves at 15; the resumed run trains 16-18
+STRAIGHT, HALF = 4, 2  # legacy and async runs: 4 steps, checkpoints at 2 and 4, resumed from 2
+SMOKE_STEPS, SMOKE_RESUME_STEPS = 2, 3
 
 
 def small_batch(overrides) -> list[str]:
@@ -51,63 +66,208 @@ def until_ray_started(run_once, attempts: int):
     return result
 
 
-def main_ppo(assets, workdir, name, *overrides, expect_ok=True, experiment=None, attempts=3, small=True):
-    """One ``main_ppo`` run in ``workdir/name`` (verl's checkpoints); returns (exit code, log, steps), trying again
-    if Ray did not start. ``small=False`` keeps the demo's own batch (a run resumed from the demo's checkpoint)."""
+@dataclass
+class Run:
+    """A finished ``main_ppo`` launch: its exit code, verl's console log, the steps it logged, its folder."""
+
+    code: int
+    log: str
+    steps: dict
+    out: Path
+    stdout: str = ""
+
+
+def main_ppo(ctx: Context, name: str, *overrides, expect_ok=True, experiment=None, attempts=3, small=True,
+             assets=None) -> Run:
+    """One ``main_ppo`` run with checkpoints in ``<root>/<name>``; tries again if Ray did not start. ``small=False``
+    keeps the demo's own batch (a run resumed from the demo's checkpoint)."""
+    workdir = ctx.workdir(name)
     batch = small_batch(overrides) if small else []
 
     def run_once():
-        code, log = run(
-            assets,
-            [
-                f"trainer.experiment_name={experiment or name}", f"trainer.default_local_dir={workdir}/{name}",
-                *batch, *overrides,
-            ],
-            cwd=str(workdir),
-        )
-        (workdir / f"{name}.log").write_text(log)
+        gate = ctx.ray_start().enter()
+        try:
+            code, log = run(
+                assets or ctx.assets,
+                [f"trainer.experiment_name={experiment or name}", f"trainer.default_local_dir={workdir}", *batch,
+                 *overrides],
+                cwd=str(workdir), on_line=gate,
+            )
+        finally:
+            gate.release()
+        (ctx.root / f"{name}.log").write_text(log)
         return code, log
 
     code, log = until_ray_started(run_once, attempts)
     if expect_ok:
-        assert code == 0, log[-5000:]
-    return code, log, parse_steps(log)
+        assert code == 0, f"{name}: main_ppo exit {code}\n{log[-5000:]}"
+    return Run(code, log, parse_steps(log), workdir)
 
 
-def checkpoint_copy(workdir, source: str | Path, target: str, step: int) -> None:
-    """``workdir/target`` holds only what ``workdir/source`` (or the folder ``source``, if absolute) had on disk
-    right after it saved step ``step``."""
-    src, dst = workdir / source, workdir / target
-    shutil.copytree(src / f"global_step_{step}", dst / f"global_step_{step}")
-    (dst / "latest_checkpointed_iteration.txt").write_text(str(step))
-    snapshot = src / SNAPSHOT_DIR / f"step_{step}.json"  # the legacy trainer's anchor, beside the checkpoints
+def checkpoint_copy(source: Path, target: Path, step: int) -> None:
+    """``target`` holds only what the checkpoint folder ``source`` had on disk right after it saved ``step``."""
+    shutil.copytree(source / f"global_step_{step}", target / f"global_step_{step}")
+    (target / "latest_checkpointed_iteration.txt").write_text(str(step))
+    snapshot = source / SNAPSHOT_DIR / f"step_{step}.json"  # the legacy trainer's anchor, beside the checkpoints
     if snapshot.exists():
-        (dst / SNAPSHOT_DIR).mkdir()
-        shutil.copy2(snapshot, dst / SNAPSHOT_DIR / snapshot.name)
+        (target / SNAPSHOT_DIR).mkdir()
+        shutil.copy2(snapshot, target / SNAPSHOT_DIR / snapshot.name)
     else:
-        assert (dst / f"global_step_{step}" / STATE_FILE).exists()  # the v1 trainer's anchor file
+        assert (target / f"global_step_{step}" / STATE_FILE).exists()  # the v1 trainer's anchor file
+
+
+def subprocess_lines(ctx: Context, cmd: list[str], cwd: Path, env=None, timeout: float = 1800) -> tuple[int, str]:
+    """Run ``cmd`` through the Ray start gate, returning (exit code, stdout + stderr)."""
+    gate = ctx.ray_start().enter()
+    lines: list[str] = []
+    try:
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            for line in proc.stdout:
+                lines.append(line)
+                gate(line)
+            proc.wait(timeout=timeout)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    finally:
+        gate.release()
+    return proc.returncode, "".join(lines)
+
+
+# ------------------------------------------------------------------------------------------ the launches
+def demo(ctx: Context) -> Run:
+    """``python -m verl_hadw.toy.launch --demo out``: what ``scripts/demo_cpu.sh`` runs once installed (30 steps,
+    checkpoints at 15 and 30, the PNG)."""
+    out = ctx.workdir("demo")
+    cmd = [sys.executable, "-m", "verl_hadw.toy.launch", "--assets", ctx.assets, "--demo", str(out)]
+
+    def run_once():
+        code, stdout = subprocess_lines(ctx, cmd, out)
+        log = (out / "main_ppo.log").read_text() if (out / "main_ppo.log").exists() else ""
+        return code, log, stdout
+
+    code, log, stdout = until_ray_started(run_once, 3)
+    assert code == 0, stdout[-8000:]
+    return Run(code, log, parse_steps(log), out, stdout)
+
+
+def demo_resumed(ctx: Context) -> Run:
+    """Resumed from the demo's step-15 checkpoint, to step 18 (the demo's own batch)."""
+    source = ctx.result("demo")
+    checkpoint_copy(source.out / "checkpoints", ctx.workdir("demo_resumed"), DEMO_RESUME_FROM)
+    return main_ppo(ctx, "demo_resumed", f"trainer.total_training_steps={DEMO_RESUME_FROM + DEMO_RESUMED}",
+                    f"trainer.save_freq={DEMO_RESUME_FROM}", "trainer.resume_mode=auto", experiment="demo",
+                    small=False)
+
+
+def v1_dgpo(ctx: Context) -> Run:
+    return main_ppo(ctx, "v1_dgpo", "algorithm.adv_estimator=dgpo", "trainer.total_training_steps=2")
+
+
+def typo(ctx: Context) -> Run:
+    return main_ppo(ctx, "typo", "+algorithm.hadw.lamda_scale=1.3", expect_ok=False)
+
+
+def filter_groups(ctx: Context) -> Run:
+    return main_ppo(ctx, "filter_groups", "algorithm.filter_groups.enable=true", "algorithm.filter_groups.metric=acc",
+                    expect_ok=False)
+
+
+def legacy_straight(ctx: Context) -> Run:
+    """The uninterrupted legacy run: 4 steps, checkpoints (and anchor snapshots) at steps 2 and 4."""
+    return main_ppo(ctx, "legacy_straight", *LEGACY, f"trainer.total_training_steps={STRAIGHT}")
+
+
+def legacy_resumed(ctx: Context) -> Run:
+    """Resumed from the uninterrupted legacy run's step-2 checkpoint and anchor snapshot."""
+    checkpoint_copy(ctx.result("legacy_straight").out, ctx.workdir("legacy_resumed"), HALF)
+    return main_ppo(ctx, "legacy_resumed", *LEGACY, f"trainer.total_training_steps={STRAIGHT}",
+                    "trainer.resume_mode=auto", experiment="legacy_straight")
+
+
+def mode_straight(mode: str):
+    def launch(ctx: Context) -> Run:
+        """The uninterrupted run of the mode: 4 steps, checkpoints at steps 2 and 4."""
+        return main_ppo(ctx, f"{mode}_straight", f"trainer.v1.trainer_mode={mode}",
+                        f"trainer.total_training_steps={STRAIGHT}", f"trainer.save_freq={HALF}")
+
+    return launch
+
+
+def mode_resumed(mode: str):
+    def launch(ctx: Context) -> Run:
+        """Resumed from the mode's uninterrupted run's step-2 checkpoint."""
+        checkpoint_copy(ctx.result(f"{mode}_straight").out, ctx.workdir(f"{mode}_resumed"), HALF)
+        return main_ppo(ctx, f"{mode}_resumed", f"trainer.v1.trainer_mode={mode}", f"trainer.save_freq={HALF}",
+                        f"trainer.total_training_steps={STRAIGHT}", "trainer.resume_mode=auto",
+                        experiment=f"{mode}_straight")
+
+    return launch
+
+
+def mode_dgpo(mode: str):
+    def launch(ctx: Context) -> Run:
+        return main_ppo(ctx, f"{mode}_dgpo", f"trainer.v1.trainer_mode={mode}", "algorithm.adv_estimator=dgpo",
+                        "trainer.total_training_steps=2")
+
+    return launch
+
+
+SMOKE_OVERRIDES = ["+algorithm.hadw.base=dgpo"]  # HA-DW over DGPO: the smoke run is also that estimator's v1 check
 
 
 @dataclass
-class DemoRun:
-    """The demo's own run (``scripts/demo_cpu.sh`` without the install step), in ``out``."""
-
-    out: Path
-    stdout: str
-    log: str
-    steps: dict
+class SmokeRun:
+    code: int
+    output: str
+    smoke: Path  # VERL_HADW_SMOKE_DIR: train.log, resume.log, verdict.txt, checkpoints/
 
 
-def run_demo(out: Path, attempts: int = 3) -> DemoRun:
-    """``python -m verl_hadw.toy.launch --demo out``: what the demo script runs once installed. Shared by the demo
-    test and the sync-trainer end-to-end tests (one 30-step run instead of one more of a few steps)."""
-    cmd = [sys.executable, "-m", "verl_hadw.toy.launch", "--assets", str(out / "assets"), "--demo", str(out)]
+def smoke(ctx: Context) -> SmokeRun:
+    """``bash scripts/gpu_smoke.sh demo --cpu +algorithm.hadw.base=dgpo``: two real main_ppo runs (2 steps, saved;
+    resumed to 3), then the verdict."""
+    out = ctx.workdir("smoke")
+    env = dict(os.environ, VERL_HADW_PYTHON=sys.executable, VERL_HADW_SMOKE_DIR=str(out / "smoke"),
+               SMOKE_STEPS=str(SMOKE_STEPS), SMOKE_RESUME_STEPS=str(SMOKE_RESUME_STEPS))
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    env.pop("VERL_HADW_CONFIGS", None)
+    code, output = subprocess_lines(ctx, ["bash", str(ROOT / "scripts" / "gpu_smoke.sh"), "demo", "--cpu",
+                                          *SMOKE_OVERRIDES], out, env=env)
+    return SmokeRun(code, output, out / "smoke")
 
-    def run_once():
-        proc = subprocess.run(cmd, cwd=out, capture_output=True, text=True, timeout=1800)
-        log = (out / "main_ppo.log").read_text() if (out / "main_ppo.log").exists() else ""
-        return proc.returncode, log, proc
 
-    code, log, proc = until_ray_started(run_once, attempts)
-    assert code == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    return DemoRun(out, proc.stdout, log, parse_steps(log))
+@dataclass
+class StudyRun:
+    code: int
+    output: str
+    out: Path  # the study's run folders
+    docs: Path  # --copy-to: the CSVs, summary and plot
+
+
+def quick_study(ctx: Context) -> StudyRun:
+    """``verl-hadw study --quick``: hadw, then grpo at HA-DW's measured Φ × lr, one seed, two steps each."""
+    work = ctx.workdir("study")
+    out, docs = work / "study", work / "docs"
+    cmd = [sys.executable, "-m", "verl_hadw.cli", "study", "--quick", "--out", str(out), "--copy-to", str(docs)]
+    code, output = subprocess_lines(ctx, cmd, work)
+    return StudyRun(code, output, out, docs)
+
+
+LAUNCHES: dict[str, Launch] = {
+    launch.name: launch
+    for launch in [
+        Launch("demo", demo, cost=130),
+        Launch("demo_resumed", demo_resumed, after="demo", cost=45),
+        Launch("v1_dgpo", v1_dgpo, cost=45),
+        Launch("typo", typo, cost=20),
+        Launch("filter_groups", filter_groups, cost=20),
+        Launch("legacy_straight", legacy_straight, cost=50),
+        Launch("legacy_resumed", legacy_resumed, after="legacy_straight", cost=45),
+        *(Launch(f"{m}_straight", mode_straight(m), cost=80) for m in MODES),
+        *(Launch(f"{m}_resumed", mode_resumed(m), after=f"{m}_straight", cost=70) for m in MODES),
+        *(Launch(f"{m}_dgpo", mode_dgpo(m), cost=60) for m in MODES),
+        Launch("smoke", smoke, cost=100),
+        Launch("quick_study", quick_study, cost=110),
+    ]
+}

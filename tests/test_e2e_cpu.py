@@ -12,9 +12,9 @@ import subprocess
 import sys
 
 import pytest
-from e2e_runs import checkpoint_copy, main_ppo
+from e2e_runs import DEMO_RESUME_FROM, DEMO_RESUMED, DEMO_STEPS, SMOKE_STEPS
 
-from verl_hadw.toy.launch import stable_metrics
+from verl_hadw.toy.launch import parse_steps, stable_metrics
 
 pytestmark = pytest.mark.slow
 
@@ -200,16 +200,6 @@ def test_mkl_runs_the_pinned_branch_in_the_processes_a_run_starts(monkeypatch):
     assert "SGEMM" in out and f"CNR:{'COMPATIBLE' if pinned == 'avx2' else 'OFF'}" in out, out
 
 
-@pytest.fixture(scope="module")
-def assets(tmp_path_factory):
-    return str(tmp_path_factory.mktemp("assets"))
-
-
-@pytest.fixture(scope="module")
-def workdir(tmp_path_factory):
-    return tmp_path_factory.mktemp("runs")
-
-
 def assert_step_lines(steps, n, metrics):
     assert sorted(steps) == list(range(1, n + 1))
     nonzero_steps = 0
@@ -228,49 +218,52 @@ def assert_step_lines(steps, n, metrics):
     assert nonzero_steps >= 1
 
 
-DEMO_STEPS, RESUME_FROM, RESUMED = 30, 15, 3  # the demo saves at 15; the resumed run trains steps 16-18
-
-
-def test_v1_hadw(demo_run):
-    """The demo's 30-step run (the session's ``demo_run``): HA-DW's metrics on every step, the anchor carried
-    from step to step, its file in both checkpoints."""
+@pytest.mark.e2e("demo")
+def test_v1_hadw(e2e):
+    """The demo's 30-step run: HA-DW's metrics on every step, the anchor carried from step to step, its file in
+    both checkpoints."""
+    demo_run = e2e.result("demo")
     steps = demo_run.steps
     assert_step_lines(steps, DEMO_STEPS, HADW_METRICS)
     for step in range(2, DEMO_STEPS + 1):
         assert steps[step]["hadw/anchor_prior"] == steps[step - 1]["hadw/anchor_posterior"], step  # Eq. 12
-    for step in (RESUME_FROM, DEMO_STEPS):
+    for step in (DEMO_RESUME_FROM, DEMO_STEPS):
         assert (demo_run.out / "checkpoints" / f"global_step_{step}" / "verl_hadw_anchor.json").exists()
     assert steps[1]["training/rollout_probs_diff_max"] < 1e-2  # the hfcpu rollout samples the actor's weights
 
 
-def test_v1_dgpo(assets, workdir):
-    _, _, steps = main_ppo(assets, workdir, "dgpo", "algorithm.adv_estimator=dgpo", "trainer.total_training_steps=2")
+@pytest.mark.e2e("v1_dgpo")
+def test_v1_dgpo(e2e):
+    steps = e2e.result("v1_dgpo").steps
     assert_step_lines(steps, 2, DGPO_METRICS)
     assert not any(k.startswith("hadw/") for k in steps[1])
 
 
-def test_v1_hadw_over_dgpo(assets, workdir):
-    _, _, steps = main_ppo(assets, workdir, "hadw_dgpo", "+algorithm.hadw.base=dgpo", "trainer.total_training_steps=2")
-    assert_step_lines(steps, 2, HADW_METRICS + DGPO_METRICS)
+@pytest.mark.e2e("smoke")
+def test_v1_hadw_over_dgpo(e2e):
+    """The GPU smoke script's CPU run trains HA-DW over DGPO (``+algorithm.hadw.base=dgpo``, tests/e2e_runs.py):
+    both estimators' metrics on each of its first run's steps."""
+    smoke = e2e.result("smoke")
+    assert smoke.code == 0, smoke.output[-4000:]
+    steps = parse_steps((smoke.smoke / "train.log").read_text())
+    assert_step_lines(steps, SMOKE_STEPS, HADW_METRICS + DGPO_METRICS)
 
 
-def test_resume_continues_the_run_exactly(workdir, demo_run):
+@pytest.mark.e2e("demo", "demo_resumed")
+def test_resume_continues_the_run_exactly(e2e):
     """Resumed from the demo's step-15 checkpoint, a run reproduces every metric of the demo's steps 16-18 bit for
     bit (not only the anchor): same rollouts, same batch order, same update. Timings and memory are left out."""
-    checkpoint_copy(workdir, demo_run.out / "checkpoints", "resumed", RESUME_FROM)
-    _, _, resumed = main_ppo(
-        str(demo_run.out / "assets"), workdir, "resumed", f"trainer.total_training_steps={RESUME_FROM + RESUMED}",
-        f"trainer.save_freq={RESUME_FROM}", "trainer.resume_mode=auto", experiment="demo", small=False,
-    )
-    assert sorted(resumed) == list(range(RESUME_FROM + 1, RESUME_FROM + RESUMED + 1))  # after the checkpoint
+    demo_run, resumed = e2e.result("demo"), e2e.result("demo_resumed").steps
+    assert sorted(resumed) == list(range(DEMO_RESUME_FROM + 1, DEMO_RESUME_FROM + DEMO_RESUMED + 1))
     for step in resumed:
         expected = stable_metrics(demo_run.steps[step])
         assert set(ANCHOR) | {"actor/grad_norm", "critic/score/mean"} <= set(expected)
         assert stable_metrics(resumed[step]) == expected, step
 
 
-def test_typo_fails_fast_naming_the_key(assets, workdir):
-    code, log, steps = main_ppo(assets, workdir, "typo", "+algorithm.hadw.lamda_scale=1.3", expect_ok=False)
-    assert code != 0
-    assert "Unknown key 'algorithm.hadw.lamda_scale'. Did you mean 'algorithm.hadw.lambda_scale'?" in log
-    assert not steps and "Training Progress" not in log
+@pytest.mark.e2e("typo")
+def test_typo_fails_fast_naming_the_key(e2e):
+    run = e2e.result("typo")
+    assert run.code != 0
+    assert "Unknown key 'algorithm.hadw.lamda_scale'. Did you mean 'algorithm.hadw.lambda_scale'?" in run.log
+    assert not run.steps and "Training Progress" not in run.log

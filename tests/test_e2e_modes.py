@@ -1,15 +1,16 @@
 """End to end: verl's v1 async trainer modes and DAPO's dynamic sampling through the real ``main_ppo`` on CPU.
 
-Each run is what ``bash scripts/demo_cpu.sh trainer.v1.trainer_mode=<mode>`` runs (``verl_hadw.toy.launch`` adds
-what the mode needs, ``verl_hadw.toy.modes``), at 8 prompts a step (``e2e_runs``); assertions read verl's console
-log and the anchor files verl's checkpoints carry. ``separate_async`` makes SEPARATE_SYNC_STEPS estimator calls
-per training step.
+Each run (the session's launches ``<mode>_straight``, ``<mode>_resumed``, ``<mode>_dgpo`` and
+``filter_groups``, tests/e2e_runs.py) is what ``bash scripts/demo_cpu.sh trainer.v1.trainer_mode=<mode>`` runs
+(``verl_hadw.toy.launch`` adds what the mode needs, ``verl_hadw.toy.modes``), at 8 prompts a step; assertions read
+verl's console log and the anchor files verl's checkpoints carry. ``separate_async`` makes SEPARATE_SYNC_STEPS
+estimator calls per training step.
 """
 
 import json
 
 import pytest
-from e2e_runs import PROMPTS, checkpoint_copy, main_ppo
+from e2e_runs import HALF, MODES, PROMPTS, STRAIGHT
 
 from verl_hadw.anchor.file_format import STATE_FILE
 from verl_hadw.toy.launch import command
@@ -17,10 +18,8 @@ from verl_hadw.toy.modes import SEPARATE_SYNC_STEPS, mode_overrides, requested_m
 
 HADW_METRICS = ["hadw/anchor_prior", "hadw/anchor_posterior", "hadw/batch_acc", "hadw/eta_t", "hadw/phi_mean"]
 DGPO_METRICS = ["dgpo/valid_groups", "dgpo/zero_var_groups", "dgpo/valid_token_ratio"]
-MODES = ["colocate_async", "separate_async"]
 CALLS = {"colocate_async": 1, "separate_async": SEPARATE_SYNC_STEPS}  # estimator calls per training step
 ROLLOUTS = 4  # rollout.n of the demo config
-STRAIGHT, HALF = 4, 2
 
 
 # ------------------------------------------------------------------------------ the launcher's additions (fast)
@@ -54,18 +53,8 @@ def test_separate_async_gets_a_rollout_pool_a_cpu_weight_sync_and_a_consistent_m
 
 
 # ------------------------------------------------------------------------------------------- main_ppo runs
-@pytest.fixture(scope="module")
-def assets(tmp_path_factory):
-    return str(tmp_path_factory.mktemp("assets"))
-
-
-@pytest.fixture(scope="module")
-def workdir(tmp_path_factory):
-    return tmp_path_factory.mktemp("runs")
-
-
-def anchor_file(workdir, name, step) -> dict:
-    return json.loads((workdir / name / f"global_step_{step}" / STATE_FILE).read_text())
+def anchor_file(run, step) -> dict:
+    return json.loads((run.out / f"global_step_{step}" / STATE_FILE).read_text())
 
 
 def assert_anchor_steps(steps, first, last):
@@ -88,55 +77,40 @@ def assert_saved_anchor(saved, step, mode, batch_acc):
     assert state["correct"] / state["count"] == batch_acc
 
 
-@pytest.fixture(scope="module", params=MODES)
-def straight(request, assets, workdir):
-    """The uninterrupted run of the mode: 4 steps, checkpoints at steps 2 and 4."""
-    mode = request.param
-    name = f"{mode}_straight"
-    out = main_ppo(
-        assets, workdir, name, f"trainer.v1.trainer_mode={mode}", f"trainer.total_training_steps={STRAIGHT}",
-        f"trainer.save_freq={HALF}",
-    )
-    return mode, name, out
-
-
 @pytest.mark.slow
-def test_async_mode_hadw_advances_the_anchor_once_per_step(straight, workdir):
-    mode, name, (_, log, steps) = straight
-    assert f"'trainer_mode': '{mode}'" in log and "warmup prompts" in log  # verl's async path ran
-    assert_anchor_steps(steps, 1, STRAIGHT)
+@pytest.mark.e2e(*(f"{m}_straight" for m in MODES))
+@pytest.mark.parametrize("mode", MODES)
+def test_async_mode_hadw_advances_the_anchor_once_per_step(mode, e2e):
+    run = e2e.result(f"{mode}_straight")
+    assert f"'trainer_mode': '{mode}'" in run.log and "warmup prompts" in run.log  # verl's async path ran
+    assert_anchor_steps(run.steps, 1, STRAIGHT)
     for step in (HALF, STRAIGHT):
-        assert_saved_anchor(anchor_file(workdir, name, step), step, mode, steps[step]["hadw/batch_acc"])
+        assert_saved_anchor(anchor_file(run, step), step, mode, run.steps[step]["hadw/batch_acc"])
 
 
 @pytest.mark.slow
-def test_async_mode_resume_continues_the_anchor(straight, assets, workdir):
+@pytest.mark.e2e(*(f"{m}_{kind}" for m in MODES for kind in ("straight", "resumed")))
+@pytest.mark.parametrize("mode", MODES)
+def test_async_mode_resume_continues_the_anchor(mode, e2e):
     """Resumed from the uninterrupted run's step-2 checkpoint: the anchor continues exactly where it was saved.
     The later steps' rollouts are not those of the uninterrupted run (an async batch depends on rollout timing,
-    and verl restores the in-flight prompts, not the generation); the README says what resumes in these modes."""
-    mode, name, (_, _, reference) = straight
-    resumed = f"{mode}_resumed"
-    checkpoint_copy(workdir, name, resumed, HALF)
-    _, log, second = main_ppo(
-        assets, workdir, resumed, f"trainer.v1.trainer_mode={mode}", f"trainer.save_freq={HALF}",
-        f"trainer.total_training_steps={STRAIGHT}", "trainer.resume_mode=auto", experiment=name,
-    )
-    assert_anchor_steps(second, HALF + 1, STRAIGHT)
+    and verl restores the in-flight prompts, not the generation); the docs' verl-on-CPU page says what resumes
+    in these modes."""
+    reference, resumed = e2e.result(f"{mode}_straight"), e2e.result(f"{mode}_resumed")
+    assert_anchor_steps(resumed.steps, HALF + 1, STRAIGHT)
     # the anchor continues where the saved one stopped: step N/2+1's prior is step N/2's posterior
-    assert second[HALF + 1]["hadw/anchor_prior"] == reference[HALF]["hadw/anchor_posterior"]
-    assert_saved_anchor(anchor_file(workdir, resumed, STRAIGHT), STRAIGHT, mode, second[STRAIGHT]["hadw/batch_acc"])
+    assert resumed.steps[HALF + 1]["hadw/anchor_prior"] == reference.steps[HALF]["hadw/anchor_posterior"]
+    assert_saved_anchor(anchor_file(resumed, STRAIGHT), STRAIGHT, mode, resumed.steps[STRAIGHT]["hadw/batch_acc"])
     # verl restored its async state: the in-flight prompts of the checkpoint (TransferQueue)
-    assert (workdir / resumed / f"global_step_{HALF}" / "transfer_queue").is_dir()
-    assert "Restored" in log and "prompt groups from TransferQueue" in log
+    assert (resumed.out / f"global_step_{HALF}" / "transfer_queue").is_dir()
+    assert "Restored" in resumed.log and "prompt groups from TransferQueue" in resumed.log
 
 
 @pytest.mark.slow
+@pytest.mark.e2e(*(f"{m}_dgpo" for m in MODES))
 @pytest.mark.parametrize("mode", MODES)
-def test_async_mode_dgpo(mode, assets, workdir):
-    _, _, steps = main_ppo(
-        assets, workdir, f"{mode}_dgpo", f"trainer.v1.trainer_mode={mode}", "algorithm.adv_estimator=dgpo",
-        "trainer.total_training_steps=2",
-    )
+def test_async_mode_dgpo(mode, e2e):
+    steps = e2e.result(f"{mode}_dgpo").steps
     assert sorted(steps) == [1, 2]
     for step, values in steps.items():
         assert all(m in values for m in DGPO_METRICS), step
@@ -146,12 +120,10 @@ def test_async_mode_dgpo(mode, assets, workdir):
 
 
 @pytest.mark.slow
-def test_hadw_with_dynamic_sampling_is_refused_before_training(assets, workdir):
-    code, log, steps = main_ppo(
-        assets, workdir, "filter_groups", "algorithm.filter_groups.enable=true", "algorithm.filter_groups.metric=acc",
-        expect_ok=False,
-    )
-    assert code != 0
-    assert "algorithm.adv_estimator=hadw cannot run with algorithm.filter_groups.enable=true" in log
-    assert "biased toward 0.5" in log
-    assert not steps and "Training Progress" not in log
+@pytest.mark.e2e("filter_groups")
+def test_hadw_with_dynamic_sampling_is_refused_before_training(e2e):
+    run = e2e.result("filter_groups")
+    assert run.code != 0
+    assert "algorithm.adv_estimator=hadw cannot run with algorithm.filter_groups.enable=true" in run.log
+    assert "biased toward 0.5" in run.log
+    assert not run.steps and "Training Progress" not in run.log

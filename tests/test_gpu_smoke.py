@@ -36,20 +36,22 @@ def _env(tmp_path, **extra):
 
 # ------------------------------------------------------------------------------------- the script on CPU
 @pytest.mark.slow
-def test_script_on_cpu_toy_run_passes_every_check(tmp_path):
-    """Two real main_ppo runs (2 steps, saved; resumed to 3), then the verdict: every check passes."""
-    proc = subprocess.run(["bash", str(SCRIPT), "demo", "--cpu"], cwd=tmp_path, capture_output=True, text=True,
-                          env=_env(tmp_path, SMOKE_STEPS="2", SMOKE_RESUME_STEPS="3"), timeout=1800)
-    smoke = tmp_path / "smoke"
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    verdict = (smoke / "verdict.txt").read_text()
+@pytest.mark.e2e("smoke")
+def test_script_on_cpu_toy_run_passes_every_check(e2e):
+    """``bash scripts/gpu_smoke.sh demo --cpu +algorithm.hadw.base=dgpo`` (the session's ``smoke`` launch,
+    tests/e2e_runs.py): two real main_ppo runs (2 steps, saved; resumed to 3), then the verdict: every check passes,
+    DGPO's metrics included."""
+    run = e2e.result("smoke")
+    assert run.code == 0, run.output[-8000:]
+    verdict = (run.smoke / "verdict.txt").read_text()
     assert verdict.splitlines()[-1].startswith("smoke verdict: PASS")
     status = {line.split()[1]: line.split()[0] for line in verdict.splitlines()[:-1]}
     assert status == {"steps": "PASS", "metrics": "PASS", "reward": "PASS", "truncation": "PASS",
                       "checkpoint": "PASS", "anchor": "PASS", "stop": "PASS"}
     assert "resumed at 3..3" in verdict and "step 3 prior" in verdict and "turns end with <|im_end|>" in verdict
-    assert (smoke / "checkpoints" / "global_step_2" / "verl_hadw_anchor.json").is_file()
-    assert (smoke / "checkpoints" / "global_step_3" / "verl_hadw_anchor.json").is_file()
+    assert "dgpo/valid_groups" in (run.smoke / "train.log").read_text()  # the verdict read HA-DW over DGPO
+    assert (run.smoke / "checkpoints" / "global_step_2" / "verl_hadw_anchor.json").is_file()
+    assert (run.smoke / "checkpoints" / "global_step_3" / "verl_hadw_anchor.json").is_file()
 
 
 @pytest.mark.slow

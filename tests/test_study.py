@@ -80,12 +80,15 @@ def test_the_study_sets_its_own_batch_whatever_the_demo_trains(tmp_path):
 
 
 @pytest.mark.slow
-def test_quick_study_through_main_ppo(tmp_path):
-    """--quick: hadw, then grpo at HA-DW's measured Φ × lr, one seed, two steps; rerunning skips both runs."""
+@pytest.mark.e2e("quick_study")
+def test_quick_study_through_main_ppo(e2e):
+    """``verl-hadw study --quick`` (the session's ``quick_study`` launch, tests/e2e_runs.py): hadw, then grpo at
+    HA-DW's measured Φ × lr, one seed, two steps; rerunning skips both runs."""
     from verl_hadw.cli import main
 
-    out = tmp_path / "study"
-    assert main(["study", "--quick", "--out", str(out), "--copy-to", str(tmp_path / "docs")]) == 0
+    run = e2e.result("quick_study")
+    assert run.code == 0, run.output[-8000:]
+    out, docs = run.out, run.docs
     plan = study.quick_plan(out)
     phi = json.loads((plan.run_dir("grpo_lr_phi", 1) / "phi.json").read_text())
     assert phi["phi"] == pytest.approx(study.measured_phi(plan)) and phi["phi"] > 0
@@ -95,12 +98,12 @@ def test_quick_study_through_main_ppo(tmp_path):
         f"actor_rollout_ref.actor.optim.lr={phi['lr']:.6g}"]  # one lr: the plan's times Φ
     assert phi["lr"] == pytest.approx(plan.lr * phi["phi"])
     assert "data.train_batch_size=8" in overrides  # the quick plan's batch
-    with open(tmp_path / "docs" / "val_accuracy.csv") as f:
+    with open(docs / "val_accuracy.csv") as f:
         rows = list(csv.DictReader(f))
     assert {(r["method"], r["step"]) for r in rows} == {(m, str(s)) for m in ("hadw", "grpo_lr_phi") for s in (0, 1, 2)}
     assert {r["tier"] for r in rows} == {*TIERS, study.ALL}
     assert all(0 <= float(r["val_accuracy"]) <= 1 for r in rows)
-    assert (tmp_path / "docs" / "curves.png").exists()
+    assert (docs / "curves.png").exists()
     done = {m: (plan.run_dir(m, 1) / "DONE").stat().st_mtime for m in ("hadw", "grpo_lr_phi")}
     assert main(["study", "--quick", "--out", str(out)]) == 0  # resumed: nothing left to run
     assert {m: (plan.run_dir(m, 1) / "DONE").stat().st_mtime for m in done} == done

@@ -7,7 +7,10 @@ code we have not read.
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import os
+import warnings
 
 import verl
 
@@ -30,7 +33,32 @@ def _gloo_only_process_group() -> None:
     engine_workers.initialize_global_process_group_ray = initialize_global_process_group_ray
 
 
-PATCHES = [_gloo_only_process_group]
+def trl_has_value_head() -> bool:
+    """Whether the installed TRL still ships ``AutoModelForCausalLMWithValueHead`` (TRL 1.x removed it)."""
+    if importlib.util.find_spec("trl") is None:
+        return False
+    for module in ("trl.experimental.ppo", "trl"):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # TRL warns on any import from trl.experimental
+                if hasattr(importlib.import_module(module), "AutoModelForCausalLMWithValueHead"):
+                    return True
+        except ImportError:
+            continue
+    return False
+
+
+def _trl_without_value_head() -> None:
+    """verl's ``apply_monkey_patch`` imports TRL's ``AutoModelForCausalLMWithValueHead`` whenever TRL is installed,
+    to patch its ``state_dict``; TRL 1.x no longer has that class, so with the ``[trl]`` extra in the environment
+    every FSDP actor fails at start-up (``ImportError: cannot import name 'AutoModelForCausalLMWithValueHead'``).
+    The class is only patched there, never used: treat a TRL without it as absent."""
+    import verl.models.transformers.monkey_patch as monkey_patch
+
+    monkey_patch.is_trl_available = trl_has_value_head
+
+
+PATCHES = [_gloo_only_process_group, _trl_without_value_head]
 
 # verl reads these to pick a training engine; its FSDP engine is registered for cuda/nvidia only and runs on
 # the CPU device once selected (engine/base.py honours the override).
