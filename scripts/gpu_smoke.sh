@@ -71,8 +71,13 @@ else
   export VERL_HADW_DATA
   VERL_HADW_DATA=$(abspath "${VERL_HADW_DATA:-data}")
   overrides=("paths.data=$VERL_HADW_DATA" "paths.output=$smoke/output" "${overrides[@]}")
-  cfg_dir=$("$PY" -m verl_hadw.cli configs) || exit 2
-  launch() { "$PY" -m verl.trainer.main_ppo "--config-path=$cfg_dir" "--config-name=$run" "${@:2}" 2>&1 | tee "$1"; }
+  # config dir and name (<paper>/experiments/RUN); the other lines (run dir, checkpoints, resume) are unused here
+  { read -r cfg_dir && read -r cfg_name && read -r _ && read -r _ && read -r _; } < \
+    <("$PY" -m verl_hadw.cli configs --locate "$run" "${overrides[@]}" || echo)
+  [[ -n ${cfg_name:-} ]] || { echo "gpu_smoke.sh: $run does not compose" >&2; exit 2; }
+  launch() {
+    "$PY" -m verl.trainer.main_ppo "--config-path=$cfg_dir" "--config-name=$cfg_name" "${@:2}" 2>&1 | tee "$1"
+  }
 fi
 overrides+=(${user[@]+"${user[@]}"})  # (bash < 4.4 calls an empty array unbound)
 

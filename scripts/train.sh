@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Train (or evaluate) one paper-reproduction run on this node with verl's own entry point:
-#   python -m verl.trainer.main_ppo --config-path=$(verl-hadw configs) --config-name=<run> [overrides]
+#   python -m verl.trainer.main_ppo --config-path=$(verl-hadw configs) --config-name=<paper>/experiments/<run> ...
 #
 # usage: scripts/train.sh RUN [--dry-run] [--eval] [hydra overrides...]
-#   RUN        a config name: `verl-hadw configs --list` (e.g. hadw_t1_qwen3_4b_grpo_hadw, dgpo_t1_dgpo)
+#   RUN        a run name: `verl-hadw configs --list` (e.g. hadw_t1_qwen3_4b_grpo_hadw, dgpo_t1_dgpo)
 #   --dry-run  print the composed config and the command, launch nothing
 #   --eval     a val_only pass on the run's latest checkpoint (configs/eval/<paper>.yaml; DGPO's final
 #              evaluation), logged under <run_dir>/eval/
@@ -57,14 +57,15 @@ VERL_HADW_OUTPUT=$(abspath "${VERL_HADW_OUTPUT:-runs}")
 paper=${run%%_*}
 if [[ $mode == eval ]]; then
   case $paper in hadw|dgpo) ;; *) echo "train.sh: --eval needs a hadw_* or dgpo_* run, got $run" >&2; exit 2 ;; esac
-  overrides=("+eval=$paper" ${overrides[@]+"${overrides[@]}"})
+  overrides=("eval=$paper" ${overrides[@]+"${overrides[@]}"})  # each run file has the default /eval: null
 fi
 # Absolute paths on the command line: verl resolves ${paths.*} in its TaskRunner, whose working directory and
 # environment may differ from this shell's (e.g. on a Ray cluster started earlier).
 overrides=("paths.data=$VERL_HADW_DATA" "paths.output=$VERL_HADW_OUTPUT" ${overrides[@]+"${overrides[@]}"})
 
-# config dir, run dir, checkpoint dir, and the overrides of this start (a resume: trainer.val_before_train=false)
-{ read -r cfg_dir && read -r run_dir && read -r ckpt_dir && read -r start_overrides; } < \
+# config dir and name (<paper>/experiments/<run>), run dir, checkpoint dir, and the overrides of this start (a
+# resume: trainer.val_before_train=false)
+{ read -r cfg_dir && read -r cfg_name && read -r run_dir && read -r ckpt_dir && read -r start_overrides; } < \
   <("$PY" -m verl_hadw.cli configs --locate "$run" ${overrides[@]+"${overrides[@]}"} || echo)
 if [[ -z ${ckpt_dir:-} ]]; then
   echo "train.sh: could not compose run '$run' (see the error above; runs: verl-hadw configs --list)" >&2
@@ -86,8 +87,8 @@ env_overrides=(
   "++ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH=$log_dir/metrics/$stamp.jsonl"
   "hydra.run.dir=$log_dir/hydra/$stamp"
 )
-cmd=("$PY" -m verl.trainer.main_ppo "--config-path=$cfg_dir" "--config-name=$run" ${overrides[@]+"${overrides[@]}"}
-  ${env_overrides[@]+"${env_overrides[@]}"})
+cmd=("$PY" -m verl.trainer.main_ppo "--config-path=$cfg_dir" "--config-name=$cfg_name"
+  ${overrides[@]+"${overrides[@]}"} ${env_overrides[@]+"${env_overrides[@]}"})
 prefix=()
 [[ -n ${VERL_HADW_LAUNCH_PREFIX:-} ]] && read -r -a prefix <<<"$VERL_HADW_LAUNCH_PREFIX"
 

@@ -136,7 +136,7 @@ def test_verl_reads_the_evaluation_files_as_one_dataset(tmp_path, monkeypatch):
     monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", str(tmp_path / "hf-cache"))
     cfg = OmegaConf.create({"filter_overlong_prompts": False, "prompt_key": "prompt"})
     # the files the configs name: DGPO's final evaluation, a HA-DW DAPO run's validation (paper protocol)
-    dgpo_files = list(compose_run("dgpo_t1_dgpo", ["+eval=dgpo", f"paths.data={tmp_path}"]).data.val_files)
+    dgpo_files = list(compose_run("dgpo_t1_dgpo", ["eval=dgpo", f"paths.data={tmp_path}"]).data.val_files)
     dataset = RLHFDataset(dgpo_files, tokenizer=None, config=cfg)
     assert len(dataset) == 2 + 2 + 2 + 3 + 2 + 2
     first = dataset[0]

@@ -174,7 +174,7 @@ def test_train_dry_run_prints_the_composed_config_and_command(fake):
     command = next(line for line in out.splitlines() if line.startswith("# command:")).split()[2:]
     run_dir = f"{tmp}/out/hadw/hadw_t1_qwen3_4b_grpo_hadw"
     assert command[:5] == [fake.py, "-m", "verl.trainer.main_ppo", f"--config-path={ROOT / 'configs'}",
-                           "--config-name=hadw_t1_qwen3_4b_grpo_hadw"]
+                           "--config-name=hadw/experiments/hadw_t1_qwen3_4b_grpo_hadw"]
     assert command[5:8] == [f"paths.data={tmp}/data", f"paths.output={tmp}/out", "trainer.total_epochs=1"]
     assert command[8] == f"++ray_kwargs.ray_init.runtime_env.env_vars.TENSORBOARD_DIR={run_dir}/tensorboard"
     assert re.fullmatch(rf"\+\+ray_kwargs\.ray_init\.runtime_env\.env_vars\.VERL_FILE_LOGGER_PATH={run_dir}/metrics/"
@@ -222,7 +222,8 @@ def test_sbatch_starts_ray_on_every_node_then_trains_on_the_head(fake, nodes):
     words = command.split()
     assert words[:9] == ["srun", "--overlap", "--nodes=1", "--ntasks=1", "-w", "node1", fake.py, "-m",
                          "verl.trainer.main_ppo"]
-    assert words[9:11] == [f"--config-path={ROOT / 'configs'}", "--config-name=hadw_t1_qwen3_4b_grpo_hadw"]
+    assert words[9:11] == [f"--config-path={ROOT / 'configs'}",
+                           "--config-name=hadw/experiments/hadw_t1_qwen3_4b_grpo_hadw"]
     assert words[11:16] == [f"paths.data={fake.tmp}/data", f"paths.output={fake.tmp}/out", "trainer.total_epochs=1",
                             f"trainer.nnodes={nodes}", "trainer.n_gpus_per_node=8"]
     assert words[16] == f"++ray_kwargs.ray_init.runtime_env.env_vars.TENSORBOARD_DIR={run_dir}/tensorboard"
@@ -280,7 +281,7 @@ def test_sbatch_eval_pass_writes_its_own_marker(fake):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (main,) = [c for c in fake.calls("srun") if "main_ppo" in c]
     run_dir = f"{fake.tmp}/out/dgpo/dgpo_t1_base"
-    assert "+eval=dgpo" in main.split() and f"TENSORBOARD_DIR={run_dir}/eval/tensorboard" in main
+    assert "eval=dgpo" in main.split() and f"TENSORBOARD_DIR={run_dir}/eval/tensorboard" in main
     assert Path(run_dir, "eval", "DONE").is_file() and not Path(run_dir, "DONE").exists()
 
 

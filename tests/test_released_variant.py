@@ -169,9 +169,9 @@ def test_difficulty_from_rejects_unknown_values():
 
 # ----------------------------------------------------------------------------------------- the runs
 def test_released_runs_are_catalogued_one_per_table1_model():
-    files = {p.stem for p in (ROOT / "configs").glob("hadw_released_*.yaml")}
+    files = {p.stem for p in (ROOT / "configs").glob("*/experiments/hadw_released_*.yaml")}
     assert files == set(K.RELEASED_CODE_RUNS) == {f"hadw_released_{m}_grpo" for m in MODELS}
-    all_files = {p.stem for p in (ROOT / "configs").glob("*.yaml")}
+    all_files = {p.stem for p in (ROOT / "configs").glob("*/experiments/*.yaml")}
     assert all_files == set(K.run_names()) | set(K.ALIASES) | set(K.RELEASED_CODE_RUNS)
     assert not set(K.RELEASED_CODE_RUNS) & set(K.run_names())  # no paper row, no launch-plan entry
     for run, twin in K.RELEASED_CODE_RUNS.items():

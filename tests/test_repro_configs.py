@@ -21,7 +21,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:Disabled crit
 
 ROOT = Path(__file__).resolve().parents[1]
 # the released-code runs (K.RELEASED_CODE_RUNS) are no paper rows: tests/test_released_variant.py checks them
-RUN_FILES = sorted(p.stem for p in (ROOT / "configs").glob("*.yaml") if p.stem not in K.RELEASED_CODE_RUNS)
+RUN_FILES = sorted(
+    p.stem for p in (ROOT / "configs").glob("*/experiments/*.yaml") if p.stem not in K.RELEASED_CODE_RUNS
+)
 EVAL_CASES = [("dgpo_t1_dgpo", "dgpo"), ("dgpo_t1_base", "dgpo"), ("hadw_t1_qwen3_4b_grpo_hadw", "hadw")]
 
 
@@ -48,7 +50,7 @@ def test_run_files_are_exactly_the_catalogue():
 @pytest.mark.parametrize("run", RUN_FILES)
 def test_yaml_comment_quotes_the_catalogue(run):
     """The 'Paper:' line of each run file states the catalogue's numbers (one source of truth)."""
-    text = (ROOT / "configs" / f"{run}.yaml").read_text()
+    text = (ROOT / "configs" / K.paper_of(run) / "experiments" / f"{run}.yaml").read_text()
     rows = [(t, r) for t in K.TABLES for r in t.rows if r.run == K.ALIASES.get(run, run)]
     assert rows, run
     table, row = rows[0]
@@ -91,7 +93,7 @@ def test_run_passes_verl_main_ppo_checks_and_plugin(run, composed, capsys):
 
 @pytest.mark.parametrize("run,paper", EVAL_CASES)
 def test_eval_layer_composes_and_validates(run, paper, capsys):
-    cfg = C.compose_run(run, [f"+eval={paper}", "paths.data=/d"], fast=False)
+    cfg = C.compose_run(run, [f"eval={paper}", "paths.data=/d"], fast=False)
     resolved = C.validate_like_main_ppo(cfg, deep=True)["resolved"]
     capsys.readouterr()
     assert resolved.trainer.val_only is True and resolved.trainer.resume_mode == "auto"
@@ -330,7 +332,7 @@ def test_run_cost_from_the_composed_config(composed):
     assert old.val_samples == 19 * 6908 and old.gpu_hours > grpo.gpu_hours
     dgpo = run_cost(composed["dgpo_t1_dgpo"], "train", "dgpo_t1_dgpo")
     assert (dgpo.steps, dgpo.train_samples, dgpo.val_passes, dgpo.val_per_pass) == (230, 230 * 32 * 8, 24, 4 * 500)
-    final = run_cost(C.compose_run("dgpo_t1_dgpo", ["+eval=dgpo"]), "eval", "dgpo_t1_dgpo")
+    final = run_cost(C.compose_run("dgpo_t1_dgpo", ["eval=dgpo"]), "eval", "dgpo_t1_dgpo")
     assert (final.steps, final.train_samples, final.val_passes) == (0, 0, 1)
     assert final.val_per_pass == 32 * (30 + 30 + 40) + 4 * (500 + 272 + 675) and final.ckpt_after == 0
 

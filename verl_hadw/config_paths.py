@@ -1,4 +1,5 @@
-"""Where the configs live: the package's ``configs/`` (run YAMLs, the CPU demo's ``cpu/``) and verl's own.
+"""Where the configs live: the package's ``configs/`` (``<paper>/experiments/`` runs, the CPU demo's ``cpu/``) and
+verl's own.
 
 Used by the CPU demo (``toy``), the reproduction kit (``repro.compose``) and the CLI; it imports nothing heavy.
 """
@@ -15,7 +16,8 @@ __all__ = ["config_dir", "verl_config_dir"]
 
 
 def config_dir() -> Path:
-    """Directory holding the run YAMLs (``--config-path`` for verl's ``main_ppo``).
+    """Directory holding the run YAMLs (``--config-path`` for verl's ``main_ppo``; runs in
+    ``<paper>/experiments/``).
 
     ``$VERL_HADW_CONFIGS`` if set; else the ``verl_hadw_configs`` data package (the checkout's ``configs/`` in an
     editable install, ``site-packages/verl_hadw_configs`` in a regular one); else ``configs/`` next to this
@@ -27,12 +29,12 @@ def config_dir() -> Path:
         if not path.is_dir():
             raise FileNotFoundError(f"VERL_HADW_CONFIGS={env!r} is not a directory")
         return path
+    # a namespace package (configs/ holds no Python): its search locations, not a module file, say where it is
     spec = importlib.util.find_spec("verl_hadw_configs")
-    if spec is not None and spec.origin:
-        return Path(spec.origin).resolve().parent
-    checkout = Path(__file__).resolve().parent.parent / "configs"
-    if (checkout / "hadw" / "base.yaml").is_file():
-        return checkout
+    installed = [Path(p) for p in (spec.submodule_search_locations or [])] if spec is not None else []
+    for path in [*installed, Path(__file__).resolve().parent.parent / "configs"]:
+        if (path / "hadw" / "base.yaml").is_file():
+            return path.resolve()
     raise FileNotFoundError(
         "verl-hadw's configs were not found: reinstall the package (pip install -e . or pip install .) so the "
         "verl_hadw_configs data package exists, or set VERL_HADW_CONFIGS=/path/to/verl-hadw/configs"

@@ -7,7 +7,15 @@ import os
 import sys
 
 from verl_hadw.repro.catalogue import ALIASES, PAPERS, plan
-from verl_hadw.repro.compose import available_runs, compose_run, config_dir, describe, run_dir, validate_like_main_ppo
+from verl_hadw.repro.compose import (
+    available_runs,
+    compose_run,
+    config_dir,
+    config_name,
+    describe,
+    run_dir,
+    validate_like_main_ppo,
+)
 
 
 def _cmd_configs(args: argparse.Namespace) -> int:
@@ -35,12 +43,13 @@ def _cmd_configs(args: argparse.Namespace) -> int:
                 line += f" {run_dir(run, overrides)}"
             print(line)
         return 0
-    if args.locate:  # for the launchers, one per line: config dir, run dir, checkpoint dir, resume overrides
+    if args.locate:  # for the launchers, one per line: config dir and name, run dir, checkpoint dir, resume overrides
         from verl_hadw.repro.costs import run_cost
         from verl_hadw.repro.train_job import resume_overrides
 
         cfg = compose_run(args.locate, overrides)
         print(config_dir())
+        print(config_name(args.locate))
         print(cfg.paths.run_dir)
         print(cfg.trainer.default_local_dir)
         print(" ".join(resume_overrides(cfg, run_cost(cfg, "train", args.locate).steps)))
@@ -78,15 +87,16 @@ def add_subcommand(sub) -> None:
         "configs",
         help="paper-reproduction configs: print their directory, list, show, validate runs, print launch plans",
         description="Without options: print the config directory, for "
-        "python -m verl.trainer.main_ppo --config-path=$(verl-hadw configs) --config-name=<run>.",
+        "python -m verl.trainer.main_ppo --config-path=$(verl-hadw configs) --config-name=<paper>/experiments/<run>.",
     )
     group = p.add_mutually_exclusive_group()
-    group.add_argument("--list", action="store_true", help="list the run configs with their description")
+    group.add_argument("--list", action="store_true", help="list the runs (by run name) with their description")
     group.add_argument("--show", metavar="RUN", help="print RUN's composed config (with OVERRIDES), resolved")
     group.add_argument("--get", nargs=2, metavar=("KEY", "RUN"), help="print one resolved key of RUN's config")
     group.add_argument("--validate", metavar="RUN", help="run verl main_ppo's config checks and the plugin's on RUN")
-    group.add_argument("--locate", metavar="RUN", help="for the launchers: the config directory, RUN's output and "
-                       "checkpoint directories and the overrides of this start (a resume skips a redundant validation)")
+    group.add_argument("--locate", metavar="RUN", help="for the launchers: the config directory, RUN's config name, "
+                       "its output and checkpoint directories and the overrides of this start (a resume skips a "
+                       "redundant validation)")
     group.add_argument("--plan", choices=PAPERS, help="print a paper's launch plan: 'train RUN' / 'eval RUN' lines")
     p.add_argument("--with-dirs", action="store_true", help="with --plan: append each run's output directory")
     p.add_argument("--costs", action="store_true", help="with --plan: instead of the plan lines, a table of what "

@@ -1,13 +1,17 @@
 """Where the paper-reproduction configs live and how a run composes, exactly as verl's ``main_ppo`` would.
 
 The YAMLs live in the checkout's ``configs/`` and ship as the data package ``verl_hadw_configs`` (setup.py), so
-:func:`config_dir` finds them in editable and regular installs. Every run composes over verl's own
-``ppo_trainer`` (``hydra.searchpath: [pkg://verl.trainer.config]`` in each run file) and is launched with::
+:func:`config_dir` finds them in editable and regular installs. A run's file is
+``<paper>/experiments/<run>.yaml`` beside the bases it composes from (``<paper>/base.yaml``, ``model/``,
+``method/``); the run name is the file name. Every run composes over verl's own ``ppo_trainer``
+(``hydra.searchpath: [pkg://verl.trainer.config]`` in each run file) and is launched with::
 
-    python -m verl.trainer.main_ppo --config-path=$(verl-hadw configs) --config-name=<run> [overrides]
+    python -m verl.trainer.main_ppo --config-path=$(verl-hadw configs) --config-name=<paper>/experiments/<run>
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from verl_hadw.config_paths import config_dir, verl_config_dir
 
@@ -15,6 +19,7 @@ __all__ = [
     "config_dir",
     "verl_config_dir",
     "available_runs",
+    "config_name",
     "describe",
     "compose_run",
     "run_dir",
@@ -22,21 +27,46 @@ __all__ = [
 ]
 
 
+def _run_files() -> dict[str, Path]:
+    """Run name -> its YAML: every ``<paper>/experiments/<run>.yaml`` of :func:`config_dir`, and its top-level
+    YAMLs (none in ``configs/``; ``demo`` when ``$VERL_HADW_CONFIGS`` points at ``configs/cpu``)."""
+    directory = config_dir()
+    files: dict[str, Path] = {}
+    for path in sorted([*directory.glob("*/experiments/*.yaml"), *directory.glob("*.yaml")]):
+        if path.stem in files:  # the run name alone must say which file runs
+            raise ValueError(f"two run configs are named {path.stem!r}: {files[path.stem]} and {path}")
+        files[path.stem] = path
+    return files
+
+
 def available_runs() -> list[str]:
-    """Run config names present in :func:`config_dir` (top-level YAMLs)."""
-    return sorted(p.stem for p in config_dir().glob("*.yaml"))
+    """Run names present in :func:`config_dir` (the file names of ``<paper>/experiments/*.yaml``)."""
+    return sorted(_run_files())
+
+
+def _run_file(run: str) -> Path:
+    files = _run_files()
+    if run not in files:
+        raise ValueError(f"no run config {run!r} in {config_dir()}. Known runs: {', '.join(sorted(files))}")
+    return files[run]
+
+
+def config_name(run: str) -> str:
+    """``run``'s Hydra config name under :func:`config_dir` (``--config-name``): ``<paper>/experiments/<run>``."""
+    return _run_file(run).relative_to(config_dir()).with_suffix("").as_posix()
 
 
 def describe(run: str) -> str:
-    """The first comment line of a run file (its one-line description)."""
-    for line in (config_dir() / f"{run}.yaml").read_text(encoding="utf-8").splitlines():
-        if line.startswith("#"):
+    """The first comment line of a run file (its one-line description), after Hydra's ``# @package`` line."""
+    for line in _run_file(run).read_text(encoding="utf-8").splitlines():
+        if line.startswith("#") and not line.lstrip("# ").startswith("@"):
             return line.lstrip("# ").strip()
     return ""
 
 
 def compose_run(run: str, overrides: list[str] | tuple[str, ...] = (), *, fast: bool = True):
-    """Compose ``run`` exactly as ``main_ppo --config-path=config_dir() --config-name=run overrides`` does.
+    """Compose ``run`` exactly as ``main_ppo --config-path=config_dir() --config-name=config_name(run) overrides``
+    does (the evaluation pass of ``scripts/train.sh --eval`` adds ``eval=<paper>``).
 
     ``fast`` points Hydra's search path at verl's config directory as a file path instead of the run file's
     ``pkg://verl.trainer.config`` (same files; it only avoids importing verl). Returns the DictConfig (struct).
@@ -44,14 +74,11 @@ def compose_run(run: str, overrides: list[str] | tuple[str, ...] = (), *, fast: 
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
 
-    directory = config_dir()
-    if not (directory / f"{run}.yaml").is_file():
-        known = ", ".join(available_runs())
-        raise ValueError(f"no run config {run!r} in {directory}. Known runs: {known}")
+    name = config_name(run)
     extra = [f"hydra.searchpath=[file://{verl_config_dir()}]"] if fast else []
     try:
-        with initialize_config_dir(config_dir=str(directory), version_base=None, job_name=run):
-            return compose(config_name=run, overrides=[*overrides, *extra])
+        with initialize_config_dir(config_dir=str(config_dir()), version_base=None, job_name=run):
+            return compose(config_name=name, overrides=[*overrides, *extra])
     except HydraException as exc:
         raise ValueError(f"composing {run!r} with overrides {list(overrides)} failed: {exc}") from exc
 

@@ -144,13 +144,13 @@ def run_cost(cfg, action: str, run: str, keep: str | int = "final") -> RunCost:
 
 
 def plan_costs(paper: str, only: str | None = None, overrides=(), keep: str | int = "final") -> list[RunCost]:
-    """:func:`run_cost` of every step of ``catalogue.plan(paper, only)``; evaluation steps add ``+eval=<paper>``."""
+    """:func:`run_cost` of every step of ``catalogue.plan(paper, only)``; evaluation steps add ``eval=<paper>``."""
     from verl_hadw.repro.catalogue import plan
     from verl_hadw.repro.compose import compose_run
 
     out = []
     for action, run in plan(paper, only):
-        extra = [f"+eval={paper}"] if action == "eval" else []
+        extra = [f"eval={paper}"] if action == "eval" else []
         out.append(run_cost(compose_run(run, [*extra, *overrides]), action, run, keep))
     return out
 
