@@ -16,8 +16,10 @@ META = dict(
 )
 VERL = f"verl=={META['VERL_VERSION']}"
 
-# configs/ (Hydra YAMLs of the reproductions and the CPU demo) ships as the data package verl_hadw_configs; every
-# sub-directory is listed as a package so setuptools ships its YAMLs without "absent from packages" warnings.
+# configs/ (Hydra YAMLs of the reproductions and the CPU demo) ships as the data package verl_hadw_configs, a
+# namespace package (no __init__.py: nothing under configs/ is Python; verl_hadw.config_paths finds it by its
+# search locations); every sub-directory is listed as a package so setuptools ships its YAMLs without "absent from
+# packages" warnings.
 CONFIG_PACKAGES = ["verl_hadw_configs"] + sorted(
     "verl_hadw_configs." + ".".join(p.relative_to(HERE / "configs").parts)
     for p in (HERE / "configs").rglob("*")

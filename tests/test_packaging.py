@@ -73,12 +73,10 @@ def test_wheel_metadata_has_one_verl_pin_and_the_extras(wheel):
         assert f"Provides-Extra: {extra}" in text
 
 
-@pytest.fixture(scope="module")
-def venv(wheel, tmp_path_factory):
-    """A new virtualenv with the wheel installed; verl and friends come from this environment's site-packages
-    (linked in, minus this checkout's editable install), so nothing of the checkout can leak in."""
-    path, _, _ = wheel
-    tmp = tmp_path_factory.mktemp("venv")
+def _new_venv(tmp: Path, *install: str | Path) -> tuple[Path, Path]:
+    """A new virtualenv with ``pip install --no-deps --no-index *install``; verl and friends come from this
+    environment's site-packages (linked in, minus this checkout's editable install), so nothing of the checkout
+    can leak in."""
     sh(sys.executable, "-m", "venv", "--without-pip", tmp / "venv")
     (ours,) = [Path(p) for p in site.getsitepackages() if (Path(p) / "verl").is_dir()]
     farm = tmp / "deps"
@@ -90,8 +88,14 @@ def venv(wheel, tmp_path_factory):
     (new_site,) = (tmp / "venv" / "lib").glob("python*/site-packages")
     (new_site / "deps.pth").write_text(f"{farm}\n")
     python = tmp / "venv" / "bin" / "python"
-    sh(python, "-m", "pip", "install", "-q", "--no-deps", "--no-index", path)
+    sh(python, "-m", "pip", "install", "-q", "--no-deps", "--no-index", *install)
     return tmp / "venv", new_site
+
+
+@pytest.fixture(scope="module")
+def venv(wheel, tmp_path_factory):
+    """A new virtualenv with the wheel installed."""
+    return _new_venv(tmp_path_factory.mktemp("venv"), wheel[0])
 
 
 def run_in(venv, *args):
@@ -105,12 +109,35 @@ def test_installed_wheel_doctor_configs_and_demo_config(venv):
     assert "all good" in out and "hadw -> verl_hadw.estimators.compute_hadw_outcome_advantage" in out
     runs = run_in(venv, bin_dir / "verl-hadw", "configs", "--list")
     assert "hadw_t1_qwen3_4b_grpo_hadw" in runs and "dgpo_t1_dgpo" in runs
+    # a run of <paper>/experiments/ composes from the installed YAMLs (no configs/__init__.py: a namespace package)
+    where = run_in(venv, bin_dir / "verl-hadw", "configs").strip()
+    assert Path(where, "hadw", "experiments", "hadw_t1_qwen3_4b_grpo_hadw.yaml").is_file()
+    assert not list(Path(where).rglob("*.py")) and Path(where).resolve().is_relative_to(venv[1].resolve()), where
+    name = run_in(venv, bin_dir / "verl-hadw", "configs", "--get", "trainer.experiment_name", "dgpo_t1_dgpo")
+    assert name.strip().splitlines()[-1] == "dgpo_t1_dgpo"
     where = run_in(venv, bin_dir / "python", "-c",
                    "from verl_hadw.toy.launch import config_dir; import verl_hadw, os; "
                    "print(config_dir()); print(os.path.dirname(verl_hadw.__file__))").split()
     assert Path(where[0], "demo.yaml").is_file()
     for p in where:  # both from the installed wheel, not the checkout
         assert Path(p).resolve().is_relative_to(venv[1].resolve()), p
+
+
+def test_editable_install_finds_the_checkouts_configs(tmp_path):
+    """``pip install -e`` (setuptools' editable finder maps the namespace package verl_hadw_configs to configs/):
+    ``verl-hadw configs`` prints the checkout's configs/ and composes a run from it."""
+    src = tmp_path / "src"
+    for name in sh("git", "ls-files", cwd=ROOT).split():
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        (src / name).write_bytes((ROOT / name).read_bytes())
+    venv = _new_venv(tmp_path, "--no-build-isolation", "-e", src)
+    bin_dir = venv[0] / "bin"
+    assert Path(run_in(venv, bin_dir / "verl-hadw", "configs").strip()) == src / "configs"
+    found = run_in(venv, bin_dir / "python", "-c", "import importlib.util as u; "
+                   "print(list(u.find_spec('verl_hadw_configs').submodule_search_locations)[0])")
+    assert Path(found.strip()) == src / "configs"  # the installed mapping, not config_paths' checkout fallback
+    name = run_in(venv, bin_dir / "verl-hadw", "configs", "--get", "trainer.experiment_name", "hadw_t7_lambda_15")
+    assert name.strip().splitlines()[-1] == "hadw_t7_lambda_15"
 
 
 def test_installed_wheel_runs_hadw_through_verl(venv):

@@ -80,7 +80,10 @@ def compose_run(run: str, overrides: list[str] | tuple[str, ...] = (), *, fast: 
         with initialize_config_dir(config_dir=str(config_dir()), version_base=None, job_name=run):
             return compose(config_name=name, overrides=[*overrides, *extra])
     except HydraException as exc:
-        raise ValueError(f"composing {run!r} with overrides {list(overrides)} failed: {exc}") from exc
+        hint = ""
+        if any(str(o).startswith("+eval=") for o in overrides):  # the old spelling, before runs moved to experiments/
+            hint = "\nThe evaluation pass is eval=<paper>, without '+': every run file has the default /eval: null."
+        raise ValueError(f"composing {run!r} with overrides {list(overrides)} failed: {exc}{hint}") from exc
 
 
 def run_dir(run: str, overrides=()) -> str:
