@@ -41,6 +41,7 @@ EXTRAS = {
     # GPU-only, never installed on CPU machines: verl's own pins (vllm 0.24.0, torch 2.11.0, transformers 5.9.0,
     # its flash-attn build) through its extras.
     "gpu": [f"verl[vllm,fsdp]=={META['VERL_VERSION']}"],
+    "trl": ["trl==1.16.0"],  # HA-DW / DGPO in TRL's GRPOTrainer (verl_hadw.trl); resolves beside verl's transformers
 }
 
 setup(

@@ -25,6 +25,7 @@ ROOMS = {
              ["base", "anchor"]),
     "hooks": (["verl_hadw.callback", "verl_hadw.register"], ["base", "anchor", "core"]),
     "cpu": (["verl_hadw.cpu"], CORE),
+    "trl": (["verl_hadw.trl"], CORE),
     "toy": (["verl_hadw.toy"], CORE),
     "repro": (["verl_hadw.repro"], CORE + ["toy"]),
     "research": (["verl_hadw.research"], CORE + ["toy"]),

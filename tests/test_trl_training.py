@@ -1,0 +1,135 @@
+"""The real TRL ``GRPOTrainer`` (1.16, through ``HadwGRPOTrainer``) trains on our estimators' advantages.
+
+A tiny local Qwen2 and the toy task's verifiable reward; a few steps each. For every generation batch, the
+advantages TRL buffers and trains on equal what verl's registered estimator returns for the same rewards and groups;
+the hadw/* and dgpo/* metrics are in ``trainer.state.log_history``; TRL's completion log holds our advantages; with
+``num_iterations > 1`` the anchor advances once per generation; a resumed run's anchor continues bit for bit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+import torch
+from trl_helpers import BATCH, GROUP, config, one_thread, trainer
+
+from verl_hadw.anchor.file_format import STATE_FILE
+from verl_hadw.anchor.machine import AnchorState
+from verl_hadw.estimators import compute_dgpo_outcome_advantage, compute_hadw_outcome_advantage
+from verl_hadw.process_state import reset
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    before = one_thread()
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def hadw_run(tmp_path_factory):
+    """HA-DW, four steps, checkpoints at steps 2 and 4: shared by the tests below (one training run)."""
+    before = one_thread()
+    out = tmp_path_factory.mktemp("hadw")
+    t = trainer(config(out, max_steps=4, save_strategy="steps", save_steps=2))
+    t.train()
+    torch.set_num_threads(before)
+    return t
+
+
+def verl_replay(t, estimator):
+    """verl's registered estimator over the recorded generation batches, in order (a fresh anchor, as the run's)."""
+    reset()
+    node = t.args.algorithm_node()
+    if estimator is compute_dgpo_outcome_advantage or node["hadw"]["base"] == "grpo":  # only what it reads
+        node.pop("hadw" if estimator is compute_dgpo_outcome_advantage else "dgpo")
+    out = []
+    for g in t.generations:
+        scores = g.rewards[:, 0]
+        token_rewards = torch.zeros(g.completion_mask.shape)
+        token_rewards[:, 0] = scores
+        uid = np.array([f"prompt-{i // GROUP}" for i in range(scores.numel())], dtype=object)
+        adv, _ = estimator(token_rewards, g.completion_mask, uid, config=node)
+        out.append(adv[:, 0])  # one value per completion, over its tokens
+    reset()
+    return out
+
+
+def check_same_as_verl(t, estimator):
+    assert len(t.generations) == t.args.max_steps // t.args.num_iterations
+    for g, expected in zip(t.generations, verl_replay(t, estimator), strict=True):
+        torch.testing.assert_close(g.advantages, expected, rtol=1e-6, atol=1e-7)  # what TRL buffers
+        trained = torch.cat(g.trained)  # what TRL's loss read, shuffled by TRL within the batch
+        assert torch.equal(trained.sort().values, torch.cat([g.advantages] * t.args.num_iterations).sort().values)
+    assert any(bool(g.advantages.abs().sum() > 0) for g in t.generations), "no signal: the test would prove little"
+
+
+def test_hadw_advantages_trained_on_equal_verls_estimator(hadw_run):
+    check_same_as_verl(hadw_run, compute_hadw_outcome_advantage)
+
+
+def test_hadw_metrics_reach_trls_log_history(hadw_run):
+    steps = [h for h in hadw_run.state.log_history if "loss" in h]
+    assert len(steps) == 4
+    for entry, g in zip(steps, hadw_run.generations, strict=True):
+        for name in ("hadw/anchor_prior", "hadw/anchor_posterior", "hadw/batch_acc", "hadw/phi_mean", "hadw/eta_t"):
+            assert name in entry, (name, sorted(entry))
+        view = AnchorState.from_dict(g.anchor).view()  # the anchor as this generation left it
+        assert (entry["hadw/anchor_prior"], entry["hadw/anchor_posterior"]) == (view.prior, view.posterior)
+        assert entry["hadw/batch_acc"] == view.batch_acc == pytest.approx(float(g.rewards[:, 0].mean()))
+    assert "hadw/actor_recoveries" not in steps[0]  # verl's Ray actor only
+
+
+def test_trls_completion_log_holds_our_advantages(hadw_run):
+    """TRL logs its own advantages before the override sees them (TRL PR #7298): ours replace them."""
+    assert list(hadw_run._logs["advantages"]) == hadw_run.generations[-1].advantages.tolist()
+
+
+def test_the_anchor_is_saved_in_trls_checkpoints(hadw_run):
+    for step in (2, 4):
+        with open(os.path.join(hadw_run.args.output_dir, f"checkpoint-{step}", STATE_FILE)) as f:
+            saved = json.load(f)
+        assert saved["global_step"] == step and saved["state"]["open_step"] == step
+        assert saved["options"]["algorithm.hadw.lambda_scale"] == 1.3
+        assert saved["state"]["posteriors"] == hadw_run.generations[step - 1].anchor["posteriors"]
+
+
+def test_resume_continues_the_anchor_bit_for_bit(hadw_run, tmp_path):
+    """Resume from checkpoint-2 and train to step 4: the same anchor, every step, as the run that never stopped."""
+    out = hadw_run.args.output_dir
+    resumed = trainer(config(out, max_steps=4, save_strategy="no"))
+    resumed.train(resume_from_checkpoint=os.path.join(out, "checkpoint-2"))
+    assert resumed.anchor.restored_from == os.path.join(out, "checkpoint-2", STATE_FILE)
+    assert [g.rewards.tolist() for g in resumed.generations] == [g.rewards.tolist() for g in hadw_run.generations[2:]]
+    assert [g.anchor for g in resumed.generations] == [g.anchor for g in hadw_run.generations[2:]]
+    assert resumed.anchor.state.to_dict() == hadw_run.anchor.state.to_dict()
+    for a, b in zip(resumed.generations, hadw_run.generations[2:], strict=True):
+        assert torch.equal(a.advantages, b.advantages)
+
+
+@pytest.mark.parametrize("overrides", [{"adv_estimator": "dgpo"}, {"hadw_base": "dgpo"}],
+                         ids=["dgpo", "hadw_over_dgpo"])
+def test_dgpo_advantages_trained_on_equal_verls_estimator(overrides, tmp_path):
+    t = trainer(config(tmp_path, **overrides))
+    t.train()
+    estimator = compute_dgpo_outcome_advantage if overrides.get("adv_estimator") == "dgpo" else (
+        compute_hadw_outcome_advantage)
+    check_same_as_verl(t, estimator)
+    entry = next(h for h in t.state.log_history if "loss" in h)
+    assert {"dgpo/valid_groups", "dgpo/zero_var_groups", "dgpo/valid_token_ratio"} <= set(entry)
+    assert ("hadw/anchor_prior" in entry) == ("hadw_base" in overrides)
+
+
+def test_num_iterations_advance_the_anchor_once_per_generation(tmp_path):
+    """num_iterations=2: four optimizer steps, two generations; TRL reuses each one's advantages for two steps."""
+    t = trainer(config(tmp_path, max_steps=4, num_iterations=2))
+    t.train()
+    assert len(t.generations) == 2
+    assert [g.anchor["open_step"] for g in t.generations] == [1, 3]  # the optimizer step each generation starts
+    assert [g.anchor["committed_steps"] for g in t.generations] == [0, 1]
+    assert [len(g.trained) for g in t.generations] == [2, 2]  # each trained on twice, the anchor untouched
+    assert t.anchor.state.count == BATCH and t.anchor.state.calls == [0]
+    check_same_as_verl(t, compute_hadw_outcome_advantage)

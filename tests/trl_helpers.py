@@ -1,0 +1,90 @@
+"""What the TRL tests share: a tiny local Qwen2 (the CPU demo's), the toy task as a TRL dataset with a verifiable
+reward, a config factory, and ``RecordingTrainer``: the real ``HadwGRPOTrainer`` that also records, per generation
+batch, the gathered rewards, the advantages it hands TRL and the anchor, and, per micro-step, what TRL trains on.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+
+import torch
+from datasets import Dataset
+
+from verl_hadw.toy.assets import build_model, build_tokenizer
+from verl_hadw.toy.task import compute_score, make_rows
+from verl_hadw.trl import HadwGRPOConfig, HadwGRPOTrainer
+
+GROUP = 4  # num_generations
+BATCH = 8  # per_device_train_batch_size: two prompts of four completions per process and micro-step
+
+
+def toy_dataset(rows: int = 32) -> Dataset:
+    """The toy task's prompts (conversational) with the allowed answer characters as a column."""
+    data = make_rows(rows, 0, "train")
+    return Dataset.from_list([{"prompt": r["prompt"], "allowed": r["reward_model"]["ground_truth"]} for r in data])
+
+
+def accuracy(completions, allowed, **kwargs) -> list[float]:
+    """The verifiable reward: 1.0 if the completion starts with an allowed character (the toy task's scorer)."""
+    return [compute_score("toy", c[0]["content"], a) for c, a in zip(completions, allowed)]
+
+
+def config(output_dir, **overrides) -> HadwGRPOConfig:
+    values = dict(
+        output_dir=str(output_dir), per_device_train_batch_size=BATCH, num_generations=GROUP,
+        max_completion_length=4, max_steps=2, learning_rate=1e-2, logging_steps=1, save_strategy="no",
+        report_to=[], use_cpu=True, seed=0, disable_tqdm=True, data_seed=0,
+    )
+    values.update(overrides)
+    return HadwGRPOConfig(**values)
+
+
+@dataclass
+class Generation:
+    """One generation batch as the trainer saw it (rows in TRL's order, every process's)."""
+
+    rewards: torch.Tensor  # (B, n_funcs) gathered
+    advantages: torch.Tensor  # (b,) this process's rows, as handed to TRL
+    completion_mask: torch.Tensor  # (b, L) this process's
+    anchor: dict | None  # the anchor state after this batch
+    trained: list[torch.Tensor] = field(default_factory=list)  # the advantages of each micro-batch trained on it
+
+
+class RecordingTrainer(HadwGRPOTrainer):
+    """``HadwGRPOTrainer`` unchanged, with a record of each generation and of each loss computation."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.generations: list[Generation] = []
+
+    def _calculate_rewards(self, *args, **kwargs):
+        rewards = super()._calculate_rewards(*args, **kwargs)
+        self._recorded_rewards = rewards.clone()
+        return rewards
+
+    def _generate_and_score_completions(self, inputs):
+        output = super()._generate_and_score_completions(inputs)
+        if self.model.training:
+            anchor = copy.deepcopy(self.anchor.state.to_dict()) if self.anchor is not None else None
+            self.generations.append(Generation(self._recorded_rewards, output["advantages"].clone(),
+                                               output["completion_mask"].clone(), anchor))
+        return output
+
+    def _compute_loss(self, model, inputs):
+        if self.model.training:
+            self.generations[-1].trained.append(inputs["advantages"].detach().clone())
+        return super()._compute_loss(model, inputs)
+
+
+def trainer(args: HadwGRPOConfig, reward_funcs=None, seed: int = 0) -> RecordingTrainer:
+    tokenizer = build_tokenizer()
+    return RecordingTrainer(model=build_model(tokenizer, seed), processing_class=tokenizer,
+                            reward_funcs=reward_funcs or accuracy, args=args, train_dataset=toy_dataset())
+
+
+def one_thread():
+    """Torch on one thread for the duration (the machine's two cores are shared: two threads contend)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    return before

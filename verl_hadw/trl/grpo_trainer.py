@@ -1,0 +1,149 @@
+"""``HadwGRPOTrainer``: TRL's ``GRPOTrainer`` training on HA-DW's or DGPO's advantage.
+
+TRL 1.16 computes its group-relative advantage inline in ``_generate_and_score_completions`` and has no hook for
+another estimator; its maintainers' supported route (TRL issue #4525) is to override that method and return the
+same output dict with other ``advantages``. This trainer does only that, plus two one-line taps:
+
+- ``_calculate_rewards`` keeps the rewards TRL gathers from every process (the override needs the whole
+  generation batch: groups span processes, and DGPO's question weights are over the whole batch);
+- ``_generate_and_score_completions`` calls TRL's, then computes ours from those rewards with
+  ``verl_hadw.advantages`` (the equations verl's estimators run), slices this process's rows as TRL does, and puts
+  them in the output: what TRL buffers, reuses over ``num_iterations`` and trains on. TRL has already logged its
+  own advantages by then (the trap TRL PR #7298 describes), so the override replaces that log's entries with ours.
+
+``train()`` starts the HA-DW anchor (fresh, or restored from ``resume_from_checkpoint``) before TRL's loop;
+``AnchorCheckpointCallback`` saves it with every checkpoint. Metrics go into TRL's own ``_metrics``, so they are
+averaged, logged and reported (``report_to``) with TRL's.
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers.trainer_utils import get_last_checkpoint
+from trl import GRPOTrainer
+
+from verl_hadw import metrics
+from verl_hadw.advantages import dgpo_call, hadw_call
+from verl_hadw.anchor.compatibility import options_of
+from verl_hadw.errors import ConfigError
+from verl_hadw.groups import prepare_batch
+from verl_hadw.trl.grpo_config import HadwGRPOConfig, trl_key
+from verl_hadw.trl.trainer_anchor import AnchorCheckpointCallback, TrainerAnchor
+
+__all__ = ["HadwGRPOTrainer"]
+
+_VERL_ONLY_METRICS = ("hadw/actor_recoveries",)  # about verl's Ray actor; TRL's anchor lives in each process
+
+
+class HadwGRPOTrainer(GRPOTrainer):
+    """``GRPOTrainer`` whose advantages are HA-DW's or DGPO's (``args``: a ``HadwGRPOConfig``)."""
+
+    def __init__(self, model, reward_funcs=None, args: HadwGRPOConfig | None = None, *rest, **kwargs):
+        if not isinstance(args, HadwGRPOConfig):
+            raise ConfigError(
+                f"HadwGRPOTrainer reads its options from args=HadwGRPOConfig(...) (GRPOConfig's fields plus adv_"
+                f"estimator, hadw_*, dgpo_*), got {type(args).__name__}."
+            )
+        super().__init__(model, reward_funcs, args, *rest, **kwargs)
+        self.hadw_cfg = args.hadw_options()
+        dgpo = args.adv_estimator == "dgpo" or self.hadw_cfg.base == "dgpo"
+        self.dgpo_cfg = args.dgpo_options() if dgpo else None
+        index, names = args.accuracy_reward_index, self.reward_func_names
+        if index is not None and index >= len(names):
+            raise ConfigError(
+                f"accuracy_reward_index={index} is out of range: there are {len(names)} reward function(s) "
+                f"({', '.join(f'{i}: {n}' for i, n in enumerate(names))}); valid: 0..{len(names) - 1} or None."
+            )
+        self.anchor = None
+        if args.adv_estimator == "hadw":
+            self.anchor = TrainerAnchor(self.hadw_cfg, options_of(args.algorithm_node()))
+            self.add_callback(AnchorCheckpointCallback(self.anchor))
+        self._gathered_rewards: torch.Tensor | None = None
+
+    def train(self, resume_from_checkpoint=None, *args, **kwargs):
+        """TRL's ``train``, with the HA-DW anchor started first: fresh, or restored from the checkpoint TRL resumes
+        from (``True``: the last one in ``output_dir``, as TRL finds it)."""
+        if self.anchor is not None:
+            folder = resume_from_checkpoint
+            if folder is True:
+                folder = get_last_checkpoint(self.args.output_dir)  # None: TRL itself raises "no valid checkpoint"
+            self.anchor.start(folder or None)
+        return super().train(resume_from_checkpoint, *args, **kwargs)
+
+    # ------------------------------------------------------------------------------------- TRL's two taps
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        self._gathered_rewards = rewards_per_func  # (B_global, n_funcs), every process's rows, on every process
+        return rewards_per_func
+
+    def _generate_and_score_completions(self, inputs):
+        output = super()._generate_and_score_completions(inputs)
+        rewards, self._gathered_rewards = self._gathered_rewards, None
+        mode = "train" if self.model.training else "eval"
+        loss_mask = output["completion_mask"] * output["tool_mask"] if "tool_mask" in output else output[
+            "completion_mask"]
+        lengths = self.accelerator.gather(loss_mask.sum(dim=-1))  # (B_global,) loss tokens, in the rewards' order
+        advantages, values = self.compute_advantages(rewards, lengths, mode)
+        n_local = output["advantages"].shape[0]
+        start = self.accelerator.process_index * n_local
+        output["advantages"] = advantages[start : start + n_local]
+        logged = self._logs["advantages"]  # TRL's advantages of this batch, every process's: replace them
+        for _ in range(min(len(advantages), len(logged))):
+            logged.pop()
+        logged.extend(advantages.tolist())
+        if self.args.hadw_log_metrics:
+            for name, value in values.items():
+                self._metrics[mode][name].append(value)
+        return output
+
+    # ---------------------------------------------------------------------------------------- the estimator
+    def compute_advantages(self, rewards_per_func: torch.Tensor, lengths: torch.Tensor, mode: str = "train"):
+        """(B,) advantages of one generation batch, and its hadw/* dgpo/* metrics.
+
+        rewards_per_func: (B, n_funcs), TRL's gathered rewards (NaN: a function returned None); groups are
+        consecutive runs of ``num_generations`` rows. lengths: (B,) each completion's loss tokens (DGPO's Eq. 3).
+        In training HA-DW's anchor observes the batch (at step ``state.global_step + 1``); in evaluation it does not.
+        """
+        args = self.args
+        group_size = self.num_generations if mode == "train" else self.num_generations_eval
+        scores, acc_scores = self._scores(rewards_per_func)
+        index = torch.arange(scores.numel(), device=scores.device) // group_size
+        with torch.no_grad():
+            b = prepare_batch(scores.unsqueeze(-1), torch.ones_like(scores, dtype=torch.long).unsqueeze(-1), index)
+            step = self.state.global_step + 1
+            if self.anchor is None:
+                adv, counts = dgpo_call(b, self.dgpo_cfg, args.norm_by_std(), trl_key, acc_scores, lengths)
+                metrics.record_dgpo(step, counts)
+            else:
+                observe = self.anchor.observe if mode == "train" else None
+
+                def view(correct: float, count: int):
+                    return observe(step, correct, count) if observe else self.anchor.preview(correct, count)
+
+                call = hadw_call(b, self.hadw_cfg, self.dgpo_cfg, args.norm_by_std(), view, trl_key, acc_scores,
+                                 lengths)
+                adv, step = call.advantages, call.view.step
+                metrics.record_hadw(call.view, call.phi, self.hadw_cfg.lambda_scale)
+                if call.dgpo_counts is not None:
+                    metrics.record_dgpo(step, call.dgpo_counts)
+        values = {k: v for k, v in metrics.pop(step).items() if k not in _VERL_ONLY_METRICS}
+        return adv, values
+
+    def _scores(self, rewards_per_func: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(B,) the weighted sum of the rewards (TRL's ``sum_then_normalize`` input), and the accuracy reward's
+        column (None: the scores are the accuracy). A completion without a reward is an error naming the function."""
+        names, index = self.reward_func_names, self.args.accuracy_reward_index
+        missing = torch.isnan(rewards_per_func)
+        unscored = missing.all(dim=1) if index is None else missing.all(dim=1) | missing[:, index]
+        if bool(unscored.any()):
+            rows = unscored.nonzero().squeeze(-1)[:5].tolist()
+            which = (f"the accuracy reward function {names[index]!r} (accuracy_reward_index={index})"
+                     if index is not None and bool(missing[rows, index].all()) else
+                     f"every reward function ({', '.join(repr(n) for n in names)})")
+            raise ValueError(
+                f"{which} returned None or NaN for completions {rows} of this generation batch: HA-DW and DGPO need "
+                "a score for every completion (its group's statistics and the batch accuracy include it). Make "
+                "the reward function return a number (e.g. 0.0 for an unparseable answer)."
+            )
+        scores = (rewards_per_func * self.reward_weights.to(rewards_per_func.device)).nansum(dim=1)
+        return scores, (rewards_per_func[:, index] if index is not None else None)

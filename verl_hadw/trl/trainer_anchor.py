@@ -1,0 +1,189 @@
+"""The HA-DW anchor of one TRL trainer: the pure ``AnchorState`` on every rank, its steps, its checkpoint file.
+
+TRL gathers every process's rewards before it computes advantages, so every rank observes the same counts in the
+same order and holds an identical ``AnchorState``: no actor, no communication. The anchor observes each generation
+batch once (TRL reuses a generation's advantages over ``num_iterations`` × ``steps_per_generation`` micro-steps
+without calling the advantage code again). A generation's step is the optimizer step it first trains
+(``state.global_step + 1``); generation batches inside one optimizer step (``steps_per_generation <
+gradient_accumulation_steps``) are calls of that step and share its prior, as verl's mini-batch calls do.
+
+Persistence reuses verl's v1 files and rules: ``checkpoint-N/verl_hadw_anchor.json`` (``anchor.file_format``),
+written by rank 0 in ``AnchorCheckpointCallback.on_save``; ``train(resume_from_checkpoint=...)`` reads it through
+the same checks (``read_state_file``) and the same resume rules (``persistence.continue_under``: a changed meaning
+refuses, a changed tuning warns), a missing or damaged file is an error unless ``hadw_allow_missing_state``. Their
+messages name verl's keys; here they are reworded with the TRL fields (``trl_words``).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import os
+import re
+import warnings
+
+from transformers import TrainerCallback
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+
+from verl_hadw.anchor.compatibility import NORM_BY_STD, declared_options
+from verl_hadw.anchor.file_format import STATE_FILE, payload, read_state_file, write_state_file
+from verl_hadw.anchor.machine import AnchorState, AnchorView
+from verl_hadw.anchor.persistence import Persistence, continue_under
+from verl_hadw.errors import ALLOW_MISSING_STATE, AnchorFileError, AnchorSaveError, ResumeConflictError
+from verl_hadw.options import HadwConfig
+
+__all__ = ["TrainerAnchor", "AnchorCheckpointCallback", "trl_words", "checkpoint_step"]
+
+logger = logging.getLogger(__name__)
+_CHECKPOINT = re.compile(rf"^{PREFIX_CHECKPOINT_DIR}-(\d+)$")
+_FRESH = "set hadw_allow_missing_state=True to continue with a fresh anchor"
+
+
+def _phrases() -> list[tuple[str, str]]:
+    """(verl's words, TRL's words), longest first: the remedies, then every option key."""
+    keys = [(k, k[len("algorithm."):].replace(".", "_")) for k in declared_options() if k != NORM_BY_STD]
+    keys.append((NORM_BY_STD, "scale_rewards=='group'"))
+    return [
+        (ALLOW_MISSING_STATE, _FRESH),
+        ("another trainer.default_local_dir, or trainer.resume_mode=disable",
+         "another output_dir, or train() without resume_from_checkpoint"),
+        ("verl resumes from step", "TRL resumes from step"),
+        *sorted((("+" + verl, trl) for verl, trl in keys), key=lambda p: -len(p[0])),
+        *sorted(keys, key=lambda p: -len(p[0])),
+    ]
+
+
+def trl_words(text: str) -> str:
+    """``text`` (a message of the shared resume code) with verl's keys and remedies in TRL's terms."""
+    for verl, trl in _phrases():
+        text = text.replace(verl, trl)
+    return re.sub(r"(?<![\w.])allow_missing_state=true", "hadw_allow_missing_state=True", text)
+
+
+class _Reworded(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg, record.args = trl_words(record.getMessage()), ()
+        return True
+
+
+def checkpoint_step(folder: str) -> int | None:
+    """The optimizer step TRL resumes from ``folder`` at: its ``trainer_state.json``'s global_step (else the
+    ``checkpoint-N`` name); None when neither says (TRL then starts at step 0 with the folder's weights)."""
+    try:
+        with open(os.path.join(folder, "trainer_state.json"), encoding="utf-8") as f:
+            return int(json.load(f)["global_step"])
+    except (OSError, ValueError, KeyError, TypeError):
+        match = _CHECKPOINT.match(os.path.basename(os.path.normpath(folder)))
+        return int(match.group(1)) if match else None
+
+
+class TrainerAnchor:
+    """One trainer's anchor (every rank holds an equal one). ``options``: the run's options as verl's flat keys
+    (``compatibility.options_of``), recorded in every file and compared on resume."""
+
+    def __init__(self, cfg: HadwConfig, options: dict):
+        self.cfg, self.options = cfg, options
+        self.start(None)
+
+    def start(self, checkpoint: str | None) -> None:
+        """A ``train()`` begins: a fresh anchor, or the one saved in the checkpoint folder it resumes from."""
+        self.state, self._last, self.restored_from = AnchorState(config=self.cfg.anchor), (None, -1), None
+        step = checkpoint_step(checkpoint) if checkpoint is not None else None
+        if not step:
+            return
+        path = os.path.join(checkpoint, STATE_FILE)
+        reworded = _Reworded()
+        loggers = [logging.getLogger(m) for m in ("verl_hadw.anchor.compatibility", "verl_hadw.anchor.persistence")]
+        for log in loggers:
+            log.addFilter(reworded)
+        try:
+            saved = self._read(checkpoint, path, step)
+            if saved is not None:
+                state = continue_under(saved, self.cfg, self.options, path)
+                self.state, self.restored_from = AnchorState.from_dict(state, self.cfg.anchor), path
+                logger.info(f"HA-DW anchor restored from {path} (step {step})")
+        except ResumeConflictError as exc:
+            raise ResumeConflictError(trl_words(str(exc))) from None
+        finally:
+            for log in loggers:
+                log.removeFilter(reworded)
+
+    def _read(self, checkpoint: str, path: str, step: int) -> dict | None:
+        if not os.path.exists(path):
+            problem, error = f"resuming from {checkpoint} but it holds no HA-DW anchor ({STATE_FILE})", None
+        else:
+            try:
+                return read_state_file(path, step)
+            except ValueError as exc:
+                problem, error = f"cannot restore the HA-DW anchor: {path} {trl_words(str(exc))}", AnchorFileError
+        earlier = _earlier_valid_checkpoint(checkpoint, step)
+        where = f"{earlier}, the newest earlier checkpoint with a valid anchor file" if earlier else (
+            f"an earlier {PREFIX_CHECKPOINT_DIR}-K folder whose {STATE_FILE} is valid (none found beside {checkpoint})")
+        message = f"{problem}. Ways out: resume from {where}; or {_FRESH}."
+        Persistence.missing(self.cfg, message, *([error] if error else []))
+        return None
+
+    def observe(self, step: int, correct: float, count: int) -> AnchorView:
+        """Add one generation batch's Σ accuracy and count at optimizer step ``step``; returns the view."""
+        call = self._last[1] + 1 if self._last[0] == step else 0
+        self._last = (step, call)
+        view = self.state.observe(step, call, correct, count)
+        if view.warn:
+            message = (
+                f"HA-DW anchor is frozen: it moved < 1e-3 over {self.cfg.anchor.window} steps while the batch "
+                f"accuracy is > 0.05 away from it (anchor {view.posterior:.4f}, accuracy {view.batch_acc:.4f}): raise "
+                "hadw_anchor_eta, set hadw_anchor_sigma_source='accuracy' or hadw_anchor_eta_min > 0."
+            )
+            logger.warning(message)
+            warnings.warn(message, RuntimeWarning, stacklevel=2)
+        return view
+
+    def preview(self, correct: float, count: int) -> AnchorView:
+        """The view a training batch with these counts would get now, leaving the anchor as it is (evaluation)."""
+        return copy.deepcopy(self.state).observe((self.state.open_step or 0) + 1, 0, correct, count)
+
+    def save(self, folder: str, step: int) -> None:
+        """Write the anchor into the checkpoint folder of optimizer step ``step`` (atomically)."""
+        state = self.state.to_dict()
+        if state["open_step"] is not None:
+            # The open generation is still being trained at step N (num_iterations / steps_per_generation reuse it),
+            # so the file files it under N, the step the resume check compares. Step numbers only order calls: the
+            # next generation (step >= N + 1) commits it exactly as the uninterrupted run does.
+            state["open_step"] = step
+        write_state_file(os.path.join(folder, STATE_FILE), payload(step, self.cfg.state_key, state, self.options))
+
+
+def _earlier_valid_checkpoint(folder: str, step: int) -> str | None:
+    """The newest ``checkpoint-K`` (K < ``step``) beside ``folder`` whose anchor file is valid, or None."""
+    parent = os.path.dirname(os.path.normpath(folder))
+    try:
+        steps = sorted((int(m.group(1)) for m in map(_CHECKPOINT.match, os.listdir(parent)) if m), reverse=True)
+    except OSError:
+        return None
+    for k in (k for k in steps if k < step):
+        candidate = os.path.join(parent, f"{PREFIX_CHECKPOINT_DIR}-{k}")
+        try:
+            read_state_file(os.path.join(candidate, STATE_FILE), k)
+        except ValueError:
+            continue
+        return candidate
+    return None
+
+
+class AnchorCheckpointCallback(TrainerCallback):
+    """Writes the anchor into every ``checkpoint-N`` folder TRL saves (the process that saves, ``should_save``)."""
+
+    def __init__(self, anchor: TrainerAnchor):
+        self.anchor = anchor
+
+    def on_save(self, args, state, control, **kwargs):
+        if not args.should_save:
+            return
+        folder = os.path.join(args.output_dir, f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}")
+        if not os.path.isdir(folder):  # e.g. hyperparameter_search's run-* folders
+            raise AnchorSaveError(
+                f"TRL reported a checkpoint at step {state.global_step} but {folder} does not exist: the HA-DW anchor "
+                "is saved into <output_dir>/checkpoint-N only (hyperparameter_search's run folders are not supported)"
+            )
+        self.anchor.save(folder, state.global_step)
