@@ -16,18 +16,6 @@ import time
 import torch
 
 
-def generate(model, prompt: list[int], max_new_tokens: int) -> tuple[list[int], list[float]]:
-    """What the server ran before ``decode``: ``generate`` with the demo's sampling, log-probs of raw logits."""
-    ids = torch.tensor([prompt])
-    with torch.no_grad():
-        out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens, do_sample=True,
-                             temperature=1.0, top_p=1.0, top_k=0, return_dict_in_generate=True, output_logits=True,
-                             pad_token_id=model.generation_config.pad_token_id)
-    tokens = out.sequences[0, ids.shape[1]:].tolist()
-    log_probs = torch.log_softmax(torch.stack(out.logits, dim=1)[0].float(), dim=-1)
-    return tokens, log_probs.gather(-1, torch.tensor(tokens)[:, None]).squeeze(-1).tolist()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--draws", type=int, default=256, help="responses per timed pass")
@@ -39,7 +27,7 @@ def main() -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from verl_hadw.cpu.platform import pin_threads
-    from verl_hadw.cpu.rollout import decode
+    from verl_hadw.cpu.rollout import decode, reference_generate
     from verl_hadw.toy.launch import ensure_assets
 
     pin_threads()  # the server's one thread
@@ -59,12 +47,12 @@ def main() -> None:
     for draw in range(args.draws):  # the same draws, bit for bit
         prompt = prompts[draw % len(prompts)]
         torch.manual_seed(draw)
-        want = generate(model, prompt, n)
+        want = reference_generate(model, prompt, n)
         torch.manual_seed(draw)
         if run_decode(prompt) != want:
             raise SystemExit(f"draw {draw}: decode and generate differ")
 
-    passes = {"generate": lambda p: generate(model, p, n), "decode": run_decode}
+    passes = {"generate": lambda p: reference_generate(model, p, n), "decode": run_decode}
     times = {name: [] for name in passes}
     for round_ in range(args.rounds):
         for name in passes if round_ % 2 == 0 else list(passes)[::-1]:

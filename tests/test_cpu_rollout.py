@@ -8,7 +8,7 @@ change agree.
 import pytest
 import torch
 
-from verl_hadw.cpu.rollout import decode
+from verl_hadw.cpu.rollout import decode, reference_generate
 from verl_hadw.toy.assets import build_model, build_tokenizer
 
 
@@ -18,27 +18,10 @@ def model():
     return build_model(tokenizer, seed=3).eval()
 
 
-def generate(model, prompt, max_new_tokens, temperature, top_p, top_k):
-    """What the server did before: transformers' generate, log-probs of the temperature-scaled raw logits."""
-    ids = torch.tensor([prompt])
-    sample = temperature > 0
-    with torch.no_grad():
-        out = model.generate(
-            ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens, do_sample=sample,
-            temperature=temperature if sample else None, top_p=top_p if sample else None,
-            top_k=top_k if sample else None, return_dict_in_generate=True, output_logits=True,
-            pad_token_id=model.generation_config.pad_token_id,
-        )
-    tokens = out.sequences[0, ids.shape[1]:].tolist()
-    logits = torch.stack(out.logits, dim=1)[0].float() / (temperature if sample else 1.0)
-    log_probs = torch.log_softmax(logits, dim=-1).gather(-1, torch.tensor(tokens)[:, None]).squeeze(-1).tolist()
-    return tokens, log_probs
-
-
 @pytest.mark.parametrize(
     ("temperature", "top_p", "top_k"),
-    [(1.0, 1.0, 0), (0.7, 0.9, 5), (1.3, 0.5, 0), (0.0, 1.0, 0)],
-    ids=["plain", "temperature-top_k-top_p", "hot-top_p", "greedy"],
+    [(1.0, 1.0, 0), (1.0, 1.0, -1), (0.7, 0.9, 5), (1.3, 0.5, 0), (0.0, 1.0, 0)],
+    ids=["plain", "top_k-off-vllm-style", "temperature-top_k-top_p", "hot-top_p", "greedy"],
 )
 def test_decode_draws_what_generate_draws(model, temperature, top_p, top_k):
     vocab = model.config.vocab_size
@@ -47,7 +30,7 @@ def test_decode_draws_what_generate_draws(model, temperature, top_p, top_k):
     for draw in range(40):
         prompt = torch.randint(3, vocab, (int(torch.randint(2, 12, (1,), generator=rng)),), generator=rng).tolist()
         torch.manual_seed(1000 + draw)
-        want = generate(model, prompt, 8, temperature, top_p, top_k)
+        want = reference_generate(model, prompt, 8, temperature, top_p, top_k)
         torch.manual_seed(1000 + draw)
         got = decode(model, prompt, 8, temperature=temperature, top_p=top_p, top_k=top_k, logprobs=True)
         assert got == want, f"draw {draw}: decode {got} != generate {want}"

@@ -36,7 +36,9 @@ from verl.workers.rollout.utils import ensure_async_iterator
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["HFCPUServer", "HFCPUServerAdapter", "HFCPUReplica", "SampleSeeds", "decode", "server_name"]
+__all__ = [
+    "HFCPUServer", "HFCPUServerAdapter", "HFCPUReplica", "SampleSeeds", "decode", "reference_generate", "server_name",
+]
 
 NAME = "hfcpu"
 DETERMINISTIC_ID = re.compile(r"^det-\d+$")  # verl's request id under rollout.full_determinism: det-<batch row>
@@ -118,6 +120,27 @@ def decode(model, prompt_ids: list[int], max_new_tokens: int, temperature: float
             mask = torch.cat([mask, mask.new_ones(1, 1)], dim=1)
             step_input = token
     return tokens, (log_probs if logprobs else None)
+
+
+def reference_generate(model, prompt_ids: list[int], max_new_tokens: int, temperature: float = 1.0,
+                       top_p: float = 1.0, top_k: int = -1) -> tuple[list[int], list[float]]:
+    """What the server ran before :func:`decode`, kept as its reference: ``transformers``' ``generate`` with the same
+    sampling parameters (``top_k <= 0``: no top-k, passed on as ``generate``'s 0), returning (token ids, log-probs
+    of the temperature-scaled raw logits). ``tests/test_cpu_rollout.py`` and ``benchmarks/bench_hfcpu_decode.py``
+    compare the two draw by draw."""
+    ids = torch.tensor([prompt_ids])
+    sample = temperature > 0
+    with torch.no_grad():
+        out = model.generate(
+            ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens, do_sample=sample,
+            temperature=temperature if sample else None, top_p=top_p if sample else None,
+            top_k=max(top_k, 0) if sample else None, return_dict_in_generate=True, output_logits=True,
+            pad_token_id=model.generation_config.pad_token_id,
+        )
+    tokens = out.sequences[0, ids.shape[1]:].tolist()
+    logits = torch.stack(out.logits, dim=1)[0].float() / (temperature if sample else 1.0)
+    log_probs = torch.log_softmax(logits, dim=-1).gather(-1, torch.tensor(tokens)[:, None]).squeeze(-1).tolist()
+    return tokens, log_probs
 
 
 def _get(config: Any, key: str, default=None):
