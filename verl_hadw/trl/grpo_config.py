@@ -26,7 +26,7 @@ from verl_hadw.errors import ConfigError
 from verl_hadw.options import DgpoConfig, HadwConfig, parse_dgpo, parse_hadw
 from verl_hadw.trl.loss_types import check_loss_type
 
-__all__ = ["HadwGRPOConfig", "declared_fields", "trl_key", "ESTIMATORS"]
+__all__ = ["HadwGRPOConfig", "declared_fields", "trl_key", "fields_table", "ESTIMATORS"]
 
 ESTIMATORS = ("hadw", "dgpo")
 _SECTIONS = (("hadw", HadwConfig), ("dgpo", DgpoConfig))
@@ -189,3 +189,13 @@ def _suggest_fields(init):
 
 
 HadwGRPOConfig.__init__ = _suggest_fields(HadwGRPOConfig.__init__)
+
+
+def fields_table() -> str:
+    """The docs' table of the fields (docs/trl.md, kept equal by a test)."""
+    rows = ["| field | verl key | default | meaning |", "|---|---|---|---|"]
+    for name, (path, f) in declared_fields().items():
+        default = "None" if f.default is None else repr(f.default)
+        doc = f.metadata["doc"].replace("|", "\\|")  # a table cell
+        rows.append(f"| `{name}` | `algorithm.{path}` | `{default}` | {doc} |")
+    return "\n".join(rows)

@@ -134,12 +134,14 @@ class HadwGRPOTrainer(GRPOTrainer):
         column (None: the scores are the accuracy). A completion without a reward is an error naming the function."""
         names, index = self.reward_func_names, self.args.accuracy_reward_index
         missing = torch.isnan(rewards_per_func)
-        unscored = missing.all(dim=1) if index is None else missing.all(dim=1) | missing[:, index]
-        if bool(unscored.any()):
+        checks = [(missing.all(dim=1), f"every reward function ({', '.join(repr(n) for n in names)})")]
+        if index is not None:
+            checks.append((missing[:, index], f"the accuracy reward function {names[index]!r} (accuracy_reward_index="
+                                              f"{index})"))
+        for unscored, which in checks:
+            if not bool(unscored.any()):
+                continue
             rows = unscored.nonzero().squeeze(-1)[:5].tolist()
-            which = (f"the accuracy reward function {names[index]!r} (accuracy_reward_index={index})"
-                     if index is not None and bool(missing[rows, index].all()) else
-                     f"every reward function ({', '.join(repr(n) for n in names)})")
             raise ValueError(
                 f"{which} returned None or NaN for completions {rows} of this generation batch: HA-DW and DGPO need "
                 "a score for every completion (its group's statistics and the batch accuracy include it). Make "

@@ -49,6 +49,7 @@ def _phrases() -> list[tuple[str, str]]:
         ("another trainer.default_local_dir, or trainer.resume_mode=disable",
          "another output_dir, or train() without resume_from_checkpoint"),
         ("verl resumes from step", "TRL resumes from step"),
+        ("another algorithm.hadw.anchor config", "other hadw_anchor_* values"),
         *sorted((("+" + verl, trl) for verl, trl in keys), key=lambda p: -len(p[0])),
         *sorted(keys, key=lambda p: -len(p[0])),
     ]
