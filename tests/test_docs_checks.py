@@ -109,7 +109,7 @@ def check_python(args: list[str]) -> None:
     if args[0] == "-c":
         return check_python_code(args[1])
     if args[0] != "-m":
-        assert re.fullmatch(r"(benchmarks|scripts)/\S+\.py", args[0]), f"python {args[0]}: not a repository script"
+        assert re.fullmatch(r"(benchmarks|scripts|examples)/\S+\.py", args[0]), f"python {args[0]}: not ours"
         return check_script(args[0], args[1:])
     module, rest = args[1], args[2:]
     modules = {"pytest": check_pytest, "verl.trainer.main_ppo": check_main_ppo, "verl_hadw.cli": check_cli,
@@ -205,7 +205,7 @@ def check_pytest(args: list[str]) -> None:
                     assert names <= set(markers), f"pytest -m {value!r}: unregistered marker"
             continue
         file, _, name = arg.partition("::")
-        assert (ROOT / file).exists(), f"pytest {arg}: {file} does not exist"
+        assert list(ROOT.glob(file)) if "*" in file else (ROOT / file).exists(), f"pytest {arg}: no {file}"
         if name:
             assert name in defined_names(ROOT / file), f"pytest {arg}: no test {name} in {file}"
 
@@ -299,6 +299,7 @@ def compose_config(directory: Path, name: str, overrides: list[str]):
     ("python -m verl.trainer.main_ppo --config-path=configs/cpu --config-name=no_such_config", "no_such_config"),
     ("python -m pytest tests/test_cli.py::test_no_such_test", "no test test_no_such_test in tests/test_cli.py"),
     ("python -m pytest -m fast", "unregistered marker"),
+    ("python -m pytest tests/test_nothing_*.py", "no tests/test_nothing_*.py"),
     ("python benchmarks/no_such_bench.py", "benchmarks/no_such_bench.py does not exist"),
     ("python -c 'from verl_hadw.options import no_such_name'", "has no no_such_name"),
     ("pip install -e .[no_such_extra]", "unknown extra"),
