@@ -12,12 +12,11 @@ def _fresh_process_state():
 
 
 # ------------------------------------------------------------------------- the session's main_ppo launches
-E2E_LAUNCHES = pytest.StashKey[list]()
+E2E_TIMINGS = pytest.StashKey[str]()
 
 
-def pytest_collection_modifyitems(config, items):
-    """The tests that read main_ppo launches (``@pytest.mark.e2e``) go last, so that the launches, started when the
-    session's first test runs (``_e2e_pool``), overlap every other test; the launches they name are kept."""
+def launches_of(items) -> list[str]:
+    """The launches the tests name with ``@pytest.mark.e2e``, in order, each once."""
     from e2e_runs import LAUNCHES
 
     names = []
@@ -27,14 +26,21 @@ def pytest_collection_modifyitems(config, items):
             if unknown:
                 raise pytest.UsageError(f"{item.nodeid}: unknown e2e launch {unknown}; see tests/e2e_runs.py")
             names += [n for n in marker.args if n not in names]
-    config.stash[E2E_LAUNCHES] = names
+    return names
+
+
+@pytest.hookimpl(trylast=True)  # after -m / -k have deselected what will not run
+def pytest_collection_modifyitems(config, items):
+    """The tests that read main_ppo launches (``@pytest.mark.e2e``) go last, so that the launches, started when the
+    session's first test runs (``_e2e_pool``), overlap every other test."""
+    launches_of(items)  # an unknown launch name fails the collection
     items.sort(key=lambda item: item.get_closest_marker("e2e") is not None)  # stable: the order within stays
 
 
 @pytest.fixture(scope="session", autouse=True)
 def _e2e_pool(request, tmp_path_factory):
     """Starts the selected tests' launches in the background at the session's first test (tests/e2e_pool.py)."""
-    names = request.config.stash.get(E2E_LAUNCHES, [])
+    names = launches_of(request.session.items)  # the tests that will run, after -m / -k
     if not names:
         yield None
         return
@@ -50,9 +56,13 @@ def _e2e_pool(request, tmp_path_factory):
     yield pool
     pool.close()
     timings = ", ".join(f"{name} {seconds:.0f} s" for name, seconds in sorted(pool.timings.items()))
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:  # the launches' own wall times, beside pytest's --durations
-        reporter.write_line(f"main_ppo launches ({pool.workers} at a time): {timings}")
+    request.config.stash[E2E_TIMINGS] = f"main_ppo launches ({pool.workers} at a time): {timings}"
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """The launches' own wall times, beside pytest's --durations (where a test shows only its wait)."""
+    if E2E_TIMINGS in config.stash:
+        terminalreporter.write_line(config.stash[E2E_TIMINGS])
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -97,77 +97,78 @@ class Pool:
 
     def __post_init__(self):
         self.futures: dict[str, Future] = {}
-        self.lock = threading.Lock()
-        self.executor = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="main_ppo")
+        self.children: dict[str, list[str]] = {}
+        self.ready: list[str] = []  # launches whose parent (if any) has finished, not yet started
+        self.cond = threading.Condition()
+        self.closing = False
         self.timings: dict[str, float] = {}
+        self.threads = [threading.Thread(target=self._work, name=f"main_ppo-{i}", daemon=True)
+                        for i in range(self.workers)]
+        for thread in self.threads:
+            thread.start()
+
+    def chain_cost(self, name: str) -> float:
+        """The launch's cost plus its longest chain of resumed launches: what it keeps a worker busy for."""
+        return self.launches[name].cost + max((self.chain_cost(c) for c in self.children.get(name, [])), default=0.0)
 
     def start(self, names) -> None:
-        """Submit ``names`` (and what they resume from), the costliest chains first; a resumed launch is submitted
-        when the launch it resumes from has finished, so it never holds a worker while waiting."""
-        wanted = set()
-        for name in names:
-            while name is not None and name not in wanted:
-                wanted.add(name)
-                name = self.launches[name].after
-        children: dict[str, list[str]] = {}
-        for name in wanted:
-            parent = self.launches[name].after
-            if parent is not None:
-                children.setdefault(parent, []).append(name)
+        """Queue ``names`` and what they resume from. A worker takes the ready launch with the longest chain first;
+        a resumed launch becomes ready when the launch it resumes from has finished (it never holds a worker while
+        waiting)."""
+        with self.cond:
+            for name in names:
+                while name is not None and name not in self.futures:
+                    self.futures[name] = Future()
+                    parent = self.launches[name].after
+                    if parent is None:
+                        self.ready.append(name)
+                    else:
+                        self.children.setdefault(parent, []).append(name)
+                    name = parent
+            self.cond.notify_all()
 
-        def chain_cost(name: str) -> float:
-            return self.launches[name].cost + max((chain_cost(c) for c in children.get(name, [])), default=0.0)
-
-        with self.lock:
-            for name in wanted:
-                self.futures.setdefault(name, Future())
-        roots = sorted((n for n in wanted if self.launches[n].after is None), key=chain_cost, reverse=True)
-        for name in roots:
-            self._submit(name, children)
-
-    def _submit(self, name: str, children: dict[str, list[str]]) -> None:
-        outer = self.futures[name]
-        if outer.running() or outer.done():
-            return
-        outer.set_running_or_notify_cancel()
-        inner = self.executor.submit(self._run, name)
-
-        def finished(done: Future) -> None:
-            error = done.exception()
-            if error is not None:
-                outer.set_exception(error)
-            else:
-                outer.set_result(done.result())
-            for child in sorted(children.get(name, []), key=lambda c: -self.launches[c].cost):
-                if error is None:
-                    self._submit(child, children)
-                else:
-                    self.futures[child].set_running_or_notify_cancel()
-                    self.futures[child].set_exception(RuntimeError(f"{child} resumes {name}, which failed: {error}"))
-
-        inner.add_done_callback(finished)
-
-    def _run(self, name: str) -> Any:
-        begin = time.monotonic()
-        try:
-            return self.launches[name].start(Context(self.root, self.assets, self))
-        finally:
+    def _work(self) -> None:
+        while True:
+            with self.cond:
+                while not self.ready and not self.closing:
+                    self.cond.wait()
+                if self.closing:
+                    return
+                name = max(self.ready, key=self.chain_cost)
+                self.ready.remove(name)
+            future = self.futures[name]
+            future.set_running_or_notify_cancel()
+            begin = time.monotonic()
+            try:
+                result = self.launches[name].start(Context(self.root, self.assets, self))
+            except BaseException as error:  # noqa: BLE001 (handed to the tests that read this launch)
+                self.timings[name] = time.monotonic() - begin
+                future.set_exception(error)
+                self._fail_children(name, error)
+                continue
             self.timings[name] = time.monotonic() - begin
+            future.set_result(result)
+            with self.cond:
+                self.ready += self.children.get(name, [])
+                self.cond.notify_all()
+
+    def _fail_children(self, name: str, error: BaseException) -> None:
+        for child in self.children.get(name, []):
+            self.futures[child].set_running_or_notify_cancel()
+            self.futures[child].set_exception(RuntimeError(f"{child} resumes {name}, which failed: {error}"))
+            self._fail_children(child, error)
 
     def result(self, name: str, timeout: float = 3600) -> Any:
-        """The launch's result, once it has run (started here if no marker asked for it)."""
-        with self.lock:
-            missing = name not in self.futures
-        if missing:
-            self.start([name])
+        """The launch's result, once it has run (queued here if no marker asked for it)."""
+        self.start([name])
         return self.futures[name].result(timeout=timeout)
 
     def close(self) -> None:
-        """Stop what has not started; kill what still runs (a session ended early), so no Ray node outlives it."""
-        for future in self.futures.values():
-            future.cancel()
-        unfinished = any(not f.done() for f in self.futures.values())
-        if unfinished:
+        """Start nothing more; kill what still runs (a session ended early), so that no Ray node outlives it."""
+        with self.cond:
+            self.closing = True
+            self.cond.notify_all()
+        if any(f.running() for f in self.futures.values()):
             import psutil
 
             for child in psutil.Process().children(recursive=True):
@@ -175,7 +176,8 @@ class Pool:
                     child.kill()
                 except psutil.NoSuchProcess:
                     pass
-        self.executor.shutdown(wait=True, cancel_futures=True)
+        for thread in self.threads:
+            thread.join(timeout=60)
 
 
 def workers_from_env() -> int:

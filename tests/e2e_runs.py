@@ -49,19 +49,23 @@ def small_batch(overrides) -> list[str]:
     return batch
 
 
-def ray_failed_to_start(code: int, log: str) -> bool:
-    """Ray's node never came up (it gives its raylet a fixed 30 s, which a loaded machine can miss)."""
-    signs = ("timed out during startup", "Failed to get node info")
-    return code != 0 and RAY_STARTED not in log and any(sign in log for sign in signs)
+def failed_to_start(code: int, log: str) -> bool:
+    """The run died of the machine, not of what it tests: Ray's node never came up (it gives its raylet a fixed 30 s,
+    which a loaded machine can miss), or a port verl picked as free was taken before its process group bound it
+    (verl finds a free port, then binds it later; a launch running beside it can take it in between)."""
+    ray_signs = ("timed out during startup", "Failed to get node info")
+    ray_down = RAY_STARTED not in log and any(sign in log for sign in ray_signs)
+    return code != 0 and (ray_down or "EADDRINUSE" in log)
 
 
 def until_ray_started(run_once, attempts: int):
-    """``run_once()`` -> (exit code, log, ...) again while its Ray node did not come up, at most ``attempts`` times:
-    these tests are about what happens once it has."""
+    """``run_once()`` -> (exit code, log, ...) again while it ``failed_to_start``, at most ``attempts`` times: these
+    tests are about what happens once it has."""
     for attempt in range(1, attempts + 1):
         result = run_once()
-        if not ray_failed_to_start(result[0], result[1]):
+        if not failed_to_start(result[0], result[1]):
             break
+        print(f"main_ppo did not start (attempt {attempt}/{attempts}); trying again", flush=True)
         time.sleep(10 * attempt)
     return result
 
