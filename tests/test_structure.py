@@ -1,6 +1,6 @@
 """The package's import graph: no loops, dependencies only downward, no private names across modules, a lazy CLI.
 
-The rooms and what each may import are the Modules table of the design notes (README "Layout"). Every import
+The rooms and what each may import are the Modules table of the design notes (docs/layout.md). Every import
 counts, also those inside functions (an import loop through a lazy import is still a loop).
 """
 
@@ -49,7 +49,7 @@ def room_of(module: str) -> str:
         key=lambda pair: len(pair[0]),
         default=(None, None),
     )
-    assert best[1] is not None, f"{module} is in no room: add it to ROOMS (and the README Layout)"
+    assert best[1] is not None, f"{module} is in no room: add it to ROOMS (and docs/layout.md)"
     return best[1]
 
 

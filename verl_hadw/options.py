@@ -1,8 +1,8 @@
 """``algorithm.hadw`` and ``algorithm.dgpo``: every option declared once, with its default, range and doc.
 
 Each user option is one dataclass field made by :func:`option` (default, one-line doc, and a check: a range, a
-set of choices, ...). The parser, its error messages ("Did you mean ...") and the README's options block
-(:func:`options_yaml`, compared with the README by a test) are all derived from these declarations.
+set of choices, ...). The parser, its error messages ("Did you mean ...") and the options block of the README and
+docs/options.md (:func:`options_yaml`, compared with both by a test) are all derived from these declarations.
 
 verl passes the estimator the raw ``algorithm`` node (an OmegaConf ``DictConfig``, never converted to a dataclass
 in 0.9.1), so unknown keys would otherwise be accepted silently. Pure Python: no verl, torch or Ray import, so the
@@ -50,15 +50,15 @@ class AnchorConfig:
 
     mode: str = option("kalman", "kalman (Eqs. 8-12) | moving_average (App. F) | fixed (Table 2)",
                        kind="choice", choices=("kalman", "moving_average", "fixed"))
-    # The paper gives no η. 16 is measured (benchmarks/anchor_time_constant.py, README): with the literal Eq. 10 σ it
+    # The paper gives no η. 16 is measured (benchmarks/anchor_time_constant.py, docs/choices.md): with the literal Eq. 10 σ it
     # tracks accuracy with an 11-21 step rise time for batch-accuracy noise 0.005-0.05; η <= 1 freezes the anchor.
-    eta: float = option(16.0, "η of Eq. 11, chosen by measurement (README)", kind="number", lo=0.0)
+    eta: float = option(16.0, "η of Eq. 11, chosen by measurement (docs/choices.md)", kind="number", lo=0.0)
     window: int = option(10, "m of Eqs. 9-10 (h of App. F)", kind="integer", lo=1)
     sigma_source: str = option("anchor", "anchor: Eq. 10 literally | accuracy: σ of the last m batch accuracies",
                                kind="choice", choices=("anchor", "accuracy"))
     sigma_warmup: float = option(1.0, "σ_t while fewer than 2 past values exist (paper silent)", kind="number", lo=0.0)
     # Literal Eq. 10-11 (eta_min: 0) can freeze for good: equal first accuracies give σ_t = 0, so η_t = 0 forever.
-    # The floor keeps C_t following y_t (benchmarks/anchor_freeze.py, README "Choices where the papers are silent").
+    # The floor keeps C_t following y_t (benchmarks/anchor_freeze.py, docs/choices.md).
     eta_min: float = option(0.05, "floor of η_t = clamp(η·σ_t, eta_min, 1); 0 = literal Eq. 11, which can freeze",
                             kind="number", lo=0.0, hi=1.0)
     init: Any = option("first_batch", "C⁻ of step 1: the first call's accuracy, or a number in [0, 1]", kind="init")
@@ -252,5 +252,5 @@ def _yaml_lines(cls: type, indent: int) -> list[str]:
 
 
 def options_yaml() -> str:
-    """The options block of the README: every option with its default and doc, as YAML."""
+    """The options block of the README and docs/options.md: every option with its default and doc, as YAML."""
     return "\n".join(["algorithm:", "  hadw:", *_yaml_lines(HadwConfig, 4), "  dgpo:", *_yaml_lines(DgpoConfig, 4)])

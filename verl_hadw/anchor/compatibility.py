@@ -67,9 +67,9 @@ def _std_read(options: dict) -> bool:
 @dataclass(frozen=True)
 class Rule:
     kind: str  # MEANING | TUNING
-    why: str  # one line: what a change does (the README table)
+    why: str  # one line: what a change does (the docs' resume table)
     used: Callable[[dict], bool] = _always  # does a run with these options read the option?
-    when: str = ""  # ``used`` in words (the README table)
+    when: str = ""  # ``used`` in words (the docs' resume table)
 
 
 RULES: dict[str, Rule] = {
@@ -206,7 +206,7 @@ def _override(value: Any) -> str:
 
 
 def rules_table() -> str:
-    """The README's resume-compatibility table (a test keeps the README equal to it)."""
+    """The resume-compatibility table of docs/reliability.md (a test keeps the page equal to it)."""
     rows = ["| option | on resume | why | applies when |", "|---|---|---|---|"]
     for key, rule in RULES.items():
         verdict = "**refuse**" if rule.kind == MEANING else "warn, continue"
