@@ -86,7 +86,7 @@ def check_script(script: str, args: list[str]) -> None:
     for run in runs:
         assert run in available_runs(), f"{script}: no run {run!r} (verl-hadw configs --list)"
     overrides = [a for a in args if OVERRIDE.match(a)]
-    if path.name == "demo_cpu.sh":
+    if path.name == "demo_cpu.sh" or (path.name == "gpu_smoke.sh" and "--cpu" in args):  # the CPU demo's config
         compose_config(ROOT / "configs" / "cpu", "demo", overrides)
     elif overrides and runs:
         compose_run(runs[0], overrides)
