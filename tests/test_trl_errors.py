@@ -125,18 +125,18 @@ def test_nan_rewards_name_the_reward_function(two_rewards):
     rewards = torch.tensor([[1.0, 0.5], [0.0, 0.5], [1.0, 0.5], [float("nan"), 0.5]] * 2)
     with pytest.raises(ValueError, match=r"the accuracy reward function 'accuracy' \(accuracy_reward_index=0\) "
                                          r"returned None or NaN for completions \[3, 7\]"):
-        two_rewards.compute_advantages(rewards, torch.full((8,), 4))
+        two_rewards.hadw_advantages(rewards, torch.full((8,), 4))
     rewards[[3, 7], 0], rewards[5] = 1.0, float("nan")
     with pytest.raises(ValueError, match=r"every reward function \('accuracy', 'style'\) returned None or NaN for "
                                          r"completions \[5\]"):
-        two_rewards.compute_advantages(rewards, torch.full((8,), 4))
+        two_rewards.hadw_advantages(rewards, torch.full((8,), 4))
     assert two_rewards.anchor.state.open_step is None  # nothing observed
 
 
 def test_the_accuracy_column_drives_the_anchor_and_the_sum_the_advantage(two_rewards):
     rewards = torch.tensor([[1.0, 0.5], [0.0, 0.5], [1.0, 0.5], [0.0, 0.5]] * 2)
     two_rewards.anchor.start(None)
-    adv, values = two_rewards.compute_advantages(rewards, torch.full((8,), 4))
+    adv, values = two_rewards.hadw_advantages(rewards, torch.full((8,), 4))
     assert values["hadw/batch_acc"] == 0.5  # from column 0, although the summed scores are 1.5 and 0.5
     assert adv.shape == (8,) and bool((adv[[0, 2]] > 0).all()) and bool((adv[[1, 3]] < 0).all())
 
@@ -146,9 +146,9 @@ def test_non_binary_accuracy_without_threshold_names_the_field(tmp_path, estimat
     t = trainer(config(tmp_path, adv_estimator=estimator))
     rewards = torch.tensor([[0.9], [0.2], [0.4], [0.7]] * 2)
     with pytest.raises(ValueError, match=rf"rewards are not binary accuracies .*; set {field}=<threshold>"):
-        t.compute_advantages(rewards, torch.full((8,), 4))
+        t.hadw_advantages(rewards, torch.full((8,), 4))
     t = trainer(config(tmp_path, adv_estimator=estimator, **{field: 0.5}))
-    assert t.compute_advantages(rewards, torch.full((8,), 4))[0].abs().sum() > 0
+    assert t.hadw_advantages(rewards, torch.full((8,), 4))[0].abs().sum() > 0
 
 
 # ------------------------------------------------------------------------------------------------ resumes
@@ -227,6 +227,7 @@ def test_only_verl_hadw_trl_imports_trl():
 
 def test_the_docs_show_the_loss_type_table_and_every_field():
     page = (ROOT / "docs" / "trl.md").read_text(encoding="utf-8")
-    assert loss_type_table() in page and fields_table() in page  # generated: a test keeps the page equal
+    regenerate = "paste verl_hadw.trl.grpo_config.fields_table() / loss_types.loss_type_table() into docs/trl.md"
+    assert loss_type_table() in page and fields_table() in page, regenerate  # generated from the declarations
     for name in ("adv_estimator", "accuracy_reward_index"):
         assert f"`{name}`" in page, name

@@ -133,3 +133,19 @@ def test_num_iterations_advance_the_anchor_once_per_generation(tmp_path):
     assert [len(g.trained) for g in t.generations] == [2, 2]  # each trained on twice, the anchor untouched
     assert t.anchor.state.count == BATCH and t.anchor.state.calls == [0]
     check_same_as_verl(t, compute_hadw_outcome_advantage)
+
+
+def test_evaluation_leaves_the_anchor_where_it_is(hadw_run):
+    """In evaluation the advantages are those a training batch would get now, from a copy of the anchor."""
+    g = hadw_run.generations[-1]
+    lengths = g.completion_mask.sum(dim=-1)
+    before = hadw_run.anchor.state.to_dict()
+    evaluated, values = hadw_run.hadw_advantages(g.rewards, lengths, mode="eval")
+    assert hadw_run.anchor.state.to_dict() == before
+    assert values["hadw/anchor_prior"] == AnchorState.from_dict(before).view().posterior  # Eq. 12: C⁺ of step 4
+    try:
+        trained, _ = hadw_run.hadw_advantages(g.rewards, lengths, mode="train")  # observes step global_step + 1
+        assert hadw_run.anchor.state.to_dict() != before
+        assert torch.equal(evaluated, trained)
+    finally:
+        hadw_run.anchor.state = AnchorState.from_dict(before)  # the shared run as it was

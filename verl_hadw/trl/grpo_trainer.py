@@ -83,7 +83,7 @@ class HadwGRPOTrainer(GRPOTrainer):
         loss_mask = output["completion_mask"] * output["tool_mask"] if "tool_mask" in output else output[
             "completion_mask"]
         lengths = self.accelerator.gather(loss_mask.sum(dim=-1))  # (B_global,) loss tokens, in the rewards' order
-        advantages, values = self.compute_advantages(rewards, lengths, mode)
+        advantages, values = self.hadw_advantages(rewards, lengths, mode)
         n_local = output["advantages"].shape[0]
         start = self.accelerator.process_index * n_local
         output["advantages"] = advantages[start : start + n_local]
@@ -97,7 +97,7 @@ class HadwGRPOTrainer(GRPOTrainer):
         return output
 
     # ---------------------------------------------------------------------------------------- the estimator
-    def compute_advantages(self, rewards_per_func: torch.Tensor, lengths: torch.Tensor, mode: str = "train"):
+    def hadw_advantages(self, rewards_per_func: torch.Tensor, lengths: torch.Tensor, mode: str = "train"):
         """(B,) advantages of one generation batch, and its hadw/* dgpo/* metrics.
 
         rewards_per_func: (B, n_funcs), TRL's gathered rewards (NaN: a function returned None); groups are
