@@ -50,8 +50,9 @@ class AnchorConfig:
 
     mode: str = option("kalman", "kalman (Eqs. 8-12) | moving_average (App. F) | fixed (Table 2)",
                        kind="choice", choices=("kalman", "moving_average", "fixed"))
-    # The paper gives no η. 16 is measured (benchmarks/anchor_time_constant.py, docs/choices.md): with the literal Eq. 10 σ it
-    # tracks accuracy with an 11-21 step rise time for batch-accuracy noise 0.005-0.05; η <= 1 freezes the anchor.
+    # The paper gives no η. 16 is measured (benchmarks/anchor_time_constant.py, docs/choices.md): with the literal
+    # Eq. 10 σ it tracks accuracy with an 11-21 step rise time for batch-accuracy noise 0.005-0.05; η <= 1 freezes
+    # the anchor.
     eta: float = option(16.0, "η of Eq. 11, chosen by measurement (docs/choices.md)", kind="number", lo=0.0)
     window: int = option(10, "m of Eqs. 9-10 (h of App. F)", kind="integer", lo=1)
     sigma_source: str = option("anchor", "anchor: Eq. 10 literally | accuracy: σ of the last m batch accuracies",

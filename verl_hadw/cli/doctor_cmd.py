@@ -55,6 +55,12 @@ def doctor(_args: argparse.Namespace) -> int:
         print(f"[FAIL] ray: {exc}")
         problems.append("install ray")
 
+    from verl_hadw.verl_trl import verl_trl_clash
+
+    clash = verl_trl_clash()  # a warning, not a failure: TRL users of the [trl] extra do not train with verl here
+    fine = "no clash (TRL absent, or it has what verl imports)"
+    print(f"[{'warn' if clash else 'ok'}] TRL beside verl: {clash or fine}")
+
     print("all good" if not problems else "problems:\n  - " + "\n  - ".join(problems))
     return 0 if not problems else 1
 

@@ -7,15 +7,13 @@ code we have not read.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import os
-import warnings
 
 import verl
 
 from verl_hadw import VERL_VERSION as SUPPORTED_VERL
 from verl_hadw.process_state import PROCESS
+from verl_hadw.verl_trl import trl_has_value_head
 
 
 def _gloo_only_process_group() -> None:
@@ -33,26 +31,11 @@ def _gloo_only_process_group() -> None:
     engine_workers.initialize_global_process_group_ray = initialize_global_process_group_ray
 
 
-def trl_has_value_head() -> bool:
-    """Whether the installed TRL still ships ``AutoModelForCausalLMWithValueHead`` (TRL 1.x removed it)."""
-    if importlib.util.find_spec("trl") is None:
-        return False
-    for module in ("trl.experimental.ppo", "trl"):
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # TRL warns on any import from trl.experimental
-                if hasattr(importlib.import_module(module), "AutoModelForCausalLMWithValueHead"):
-                    return True
-        except ImportError:
-            continue
-    return False
-
-
 def _trl_without_value_head() -> None:
     """verl's ``apply_monkey_patch`` imports TRL's ``AutoModelForCausalLMWithValueHead`` whenever TRL is installed,
     to patch its ``state_dict``; TRL 1.x no longer has that class, so with the ``[trl]`` extra in the environment
-    every FSDP actor fails at start-up (``ImportError: cannot import name 'AutoModelForCausalLMWithValueHead'``).
-    The class is only patched there, never used: treat a TRL without it as absent."""
+    every FSDP actor fails at start-up (``verl_hadw/verl_trl.py``). The class is only patched there, never used:
+    treat a TRL without it as absent."""
     import verl.models.transformers.monkey_patch as monkey_patch
 
     monkey_patch.is_trl_available = trl_has_value_head

@@ -1,0 +1,49 @@
+"""Can verl 0.9.1 train beside the installed TRL? (Both in one environment: the ``[trl]`` extra beside verl.)
+
+verl 0.9.1's FSDP workers call ``apply_monkey_patch``, which imports TRL's ``AutoModelForCausalLMWithValueHead``
+whenever TRL is installed (to patch its ``state_dict``). TRL 1.x removed that class, so in an environment with TRL
+1.x every verl actor fails at start-up with ``ImportError: cannot import name 'AutoModelForCausalLMWithValueHead'``.
+``verl_hadw.cpu`` works around it for CPU runs (``cpu/patches.py``); ``verl-hadw doctor`` warns about it elsewhere.
+Pure Python: nothing is imported until a function is called.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import warnings
+
+CLASH = (
+    "TRL {version} is installed beside verl: verl 0.9.1's FSDP workers import TRL's "
+    "AutoModelForCausalLMWithValueHead, which TRL 1.x removed, so verl training fails at start-up in this "
+    "environment (verl_hadw.cpu's CPU runs work around it). Keep the [trl] extra out of verl training environments."
+)
+
+
+def trl_has_value_head() -> bool:
+    """Whether TRL is importable and still ships ``AutoModelForCausalLMWithValueHead`` (where verl 0.9.1 looks)."""
+    try:
+        if importlib.util.find_spec("trl") is None:
+            return False
+    except (ImportError, ValueError):
+        return False
+    for module in ("trl.experimental.ppo", "trl"):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # TRL warns on any import from trl.experimental
+                if hasattr(importlib.import_module(module), "AutoModelForCausalLMWithValueHead"):
+                    return True
+        except ImportError:
+            continue
+    return False
+
+
+def verl_trl_clash() -> str | None:
+    """The warning text when the installed TRL breaks verl 0.9.1's workers; None when it does not (or is absent)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        trl_version = version("trl")
+    except PackageNotFoundError:
+        return None
+    return None if trl_has_value_head() else CLASH.format(version=trl_version)
