@@ -194,6 +194,7 @@ def test_resume_without_an_anchor_file(tmp_path, caplog):
     good = saved_checkpoint(tmp_path, step=2)
     empty = tmp_path / "checkpoint-4"
     empty.mkdir()
+    (empty / "trainer_state.json").write_text(json.dumps({"global_step": 4}))
     with pytest.raises(MissingAnchorStateError, match=rf"holds no HA-DW anchor \({STATE_FILE}\).*resume from "
                                                       rf"{re.escape(str(good))}.*hadw_allow_missing_state=True"):
         anchor_of(tmp_path).start(str(empty))
@@ -201,6 +202,11 @@ def test_resume_without_an_anchor_file(tmp_path, caplog):
     with caplog.at_level(logging.WARNING):
         anchor.start(str(empty))
     assert anchor.state.open_step is None and "hadw_allow_missing_state=True: continuing with a fresh" in caplog.text
+    weights_only = tmp_path / "weights"  # no trainer_state.json: TRL starts over at step 0, so does the anchor
+    weights_only.mkdir()
+    anchor = anchor_of(tmp_path)
+    anchor.start(str(weights_only))
+    assert anchor.state.open_step is None and anchor.restored_from is None
 
 
 def test_resume_from_a_damaged_or_copied_file(tmp_path):

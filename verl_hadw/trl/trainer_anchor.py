@@ -36,7 +36,7 @@ from verl_hadw.options import HadwConfig
 __all__ = ["TrainerAnchor", "AnchorCheckpointCallback", "trl_words", "checkpoint_step"]
 
 logger = logging.getLogger(__name__)
-_CHECKPOINT = re.compile(rf"^{PREFIX_CHECKPOINT_DIR}-(\d+)$")
+_CHECKPOINT = re.compile(rf"^{PREFIX_CHECKPOINT_DIR}-(\d+)$")  # transformers' own pattern
 _FRESH = "set hadw_allow_missing_state=True to continue with a fresh anchor"
 
 
@@ -69,14 +69,18 @@ class _Reworded(logging.Filter):
 
 
 def checkpoint_step(folder: str) -> int | None:
-    """The optimizer step TRL resumes from ``folder`` at: its ``trainer_state.json``'s global_step (else the
-    ``checkpoint-N`` name); None when neither says (TRL then starts at step 0 with the folder's weights)."""
+    """The optimizer step TRL resumes from ``folder`` at: its ``trainer_state.json``'s global_step, or None without
+    one (TRL then loads the weights only and counts from step 0: a new run, with a fresh anchor)."""
     try:
         with open(os.path.join(folder, "trainer_state.json"), encoding="utf-8") as f:
             return int(json.load(f)["global_step"])
-    except (OSError, ValueError, KeyError, TypeError):
-        match = _CHECKPOINT.match(os.path.basename(os.path.normpath(folder)))
-        return int(match.group(1)) if match else None
+    except FileNotFoundError:
+        if os.path.exists(os.path.join(folder, STATE_FILE)):
+            logger.warning(f"{folder} has an HA-DW anchor file but no trainer_state.json: TRL restarts at step 0 with "
+                           "its weights only, and so does the anchor (fresh)")
+        return None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise AnchorFileError(f"cannot read the step TRL resumes {folder} at from its trainer_state.json ({exc})")
 
 
 class TrainerAnchor:
