@@ -80,8 +80,9 @@ class HadwGRPOTrainer(GRPOTrainer):
         output = super()._generate_and_score_completions(inputs)
         rewards, self._gathered_rewards = self._gathered_rewards, None
         mode = "train" if self.model.training else "eval"
-        loss_mask = output["completion_mask"] * output["tool_mask"] if "tool_mask" in output else output[
-            "completion_mask"]
+        loss_mask = output["completion_mask"]
+        if "tool_mask" in output:
+            loss_mask = loss_mask * output["tool_mask"]
         lengths = self.accelerator.gather(loss_mask.sum(dim=-1))  # (B_global,) loss tokens, in the rewards' order
         advantages, values = self.hadw_advantages(rewards, lengths, mode)
         n_local = output["advantages"].shape[0]
@@ -115,10 +116,10 @@ class HadwGRPOTrainer(GRPOTrainer):
                 adv, counts = dgpo_call(b, self.dgpo_cfg, args.norm_by_std(), trl_key, acc_scores, lengths)
                 metrics.record_dgpo(step, counts)
             else:
-                observe = self.anchor.observe if mode == "train" else None
-
                 def view(correct: float, count: int):
-                    return observe(step, correct, count) if observe else self.anchor.preview(correct, count)
+                    if mode == "train":
+                        return self.anchor.observe(step, correct, count)
+                    return self.anchor.preview(correct, count)  # evaluation: a copy of the anchor observes
 
                 call = hadw_call(b, self.hadw_cfg, self.dgpo_cfg, args.norm_by_std(), view, trl_key, acc_scores,
                                  lengths)
