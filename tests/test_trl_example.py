@@ -1,4 +1,4 @@
-"""The TRL example runs as the docs show it: the exact command of docs/trl.md (and of the README, once it shows one),
+"""The TRL example runs as the docs show it: the exact commands of docs/trl.md and the README, each once,
 in a fresh process from the repository root, printing each step's reward and anchor."""
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ def documented_commands() -> list[str]:
 def test_the_documented_example_command_runs():
     commands = documented_commands()
     assert commands, "docs/trl.md shows no `python examples/trl_hadw.py` command"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert COMMAND.search(readme), "the README shows no `python examples/trl_hadw.py` command line"
     env = {**os.environ, "WANDB_MODE": "disabled", "TOKENIZERS_PARALLELISM": "false"}
     for command in commands:
         argv = [sys.executable, *shlex.split(command)[1:]]
