@@ -16,6 +16,7 @@ from typing import Callable
 import torch
 
 from verl_hadw.anchor.machine import AnchorView
+from verl_hadw.errors import verl_key
 from verl_hadw.groups import Batch, accuracy_of, group_sum, zero_spread
 from verl_hadw.options import DgpoConfig, HadwConfig
 
@@ -24,11 +25,6 @@ __all__ = ["grpo_advantage", "dgpo_advantage", "hadw_weights", "dgpo_call", "had
 #: How a framework names an option in its error messages: ``key("hadw.success_threshold")`` is
 #: ``algorithm.hadw.success_threshold`` for verl (``verl_key``), ``hadw_success_threshold`` for TRL.
 Key = Callable[[str], str]
-
-
-def verl_key(option: str) -> str:
-    """verl's name of ``option`` (``"hadw.anchor.eta"`` -> ``algorithm.hadw.anchor.eta``)."""
-    return f"algorithm.{option}"
 
 
 # ------------------------------------------------------------------------------------- base advantages

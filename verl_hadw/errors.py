@@ -21,6 +21,8 @@ __all__ = [
     "FRESH_ANCHOR_WARNING",
     "RESUME_ELSEWHERE",
     "CALLBACK_OVERRIDE",
+    "verl_key",
+    "frozen_anchor_message",
 ]
 
 # ------------------------------------------------------------------------------------------ remedy texts
@@ -28,6 +30,24 @@ CALLBACK_OVERRIDE = "trainer.checkpoint_callback_class=verl_hadw.callback.HadwCh
 ALLOW_MISSING_STATE = "set +algorithm.hadw.allow_missing_state=true to continue with a fresh anchor"
 RESUME_ELSEWHERE = "resume from another checkpoint (trainer.resume_mode=resume_path)"
 FRESH_ANCHOR_WARNING = "(allow_missing_state=true: continuing with a fresh anchor)"  # appended to the warning
+
+
+def verl_key(option: str) -> str:
+    """verl's name of a declared option (``"hadw.anchor.eta"`` -> ``algorithm.hadw.anchor.eta``); TRL's names are
+    ``verl_hadw.trl.grpo_config.trl_key``'s. Messages that name an option take one of the two."""
+    return f"algorithm.{option}"
+
+
+def frozen_anchor_message(window: int, posterior: float, batch_acc: float, key=verl_key, anchor: str = "") -> str:
+    """The warning when the anchor stopped following the batch accuracy (``AnchorView.warn``), with its remedies
+    under the framework's option names (``key``)."""
+    name = f" {anchor!r}" if anchor else ""
+    return (
+        f"HA-DW anchor{name} is frozen: it moved < 1e-3 over {window} steps while the batch accuracy is > 0.05 away "
+        f"from it (anchor {posterior:.4f}, accuracy {batch_acc:.4f}). The literal Eq. 10 sigma shrinks with the "
+        f"anchor's own history; raise {key('hadw.anchor.eta')}, set {key('hadw.anchor.sigma_source')}=accuracy or "
+        f"{key('hadw.anchor.eta_min')} > 0."
+    )
 
 
 # ------------------------------------------------------------------------------------------ error classes

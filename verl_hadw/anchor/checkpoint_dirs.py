@@ -64,18 +64,21 @@ def step_of(folder: str) -> int:
     return int(os.path.basename(os.path.normpath(folder)).split("global_step_")[-1])
 
 
-def earlier_valid_checkpoint(folder: str) -> str | None:
-    """The newest other ``global_step_K`` (K < N) beside ``folder`` that verl can resume (``actor/`` present)
-    and whose anchor file is valid, or None."""
-    parent, step = os.path.dirname(os.path.normpath(folder)), step_of(folder)
+def earlier_valid_checkpoint(folder: str, step: int | None = None, prefix: str = "global_step_",
+                             needs: str | None = "actor") -> str | None:
+    """The newest other ``<prefix>K`` (K < N) beside ``folder`` whose anchor file is valid and that holds ``needs``
+    (what its trainer resumes from: verl's ``actor/``; None: nothing more), or None. N is ``step``, else read from
+    ``folder``'s name. verl's folders are ``global_step_K``; TRL's ``checkpoint-K`` (``verl_hadw.trl``)."""
+    parent = os.path.dirname(os.path.normpath(folder))
+    step = step_of(folder) if step is None else step
     try:
         names = os.listdir(parent)
     except OSError:
         return None
-    steps = sorted((int(n[12:]) for n in names if n.startswith("global_step_") and n[12:].isdigit()), reverse=True)
-    for k in (k for k in steps if k < step):
-        candidate = os.path.join(parent, f"global_step_{k}")
-        if not os.path.isdir(os.path.join(candidate, "actor")):
+    numbers = (n[len(prefix):] for n in names if n.startswith(prefix))
+    for k in sorted((int(k) for k in numbers if k.isdigit()), reverse=True):
+        candidate = os.path.join(parent, f"{prefix}{k}")
+        if k >= step or (needs is not None and not os.path.isdir(os.path.join(candidate, needs))):
             continue
         try:
             read_state_file(os.path.join(candidate, STATE_FILE), k)

@@ -27,7 +27,13 @@ from typing import Callable
 from verl_hadw.anchor.machine import AnchorView
 from verl_hadw.anchor.persistence import Persistence
 from verl_hadw.anchor.stores import make_store
-from verl_hadw.errors import ALLOW_MISSING_STATE, CALLBACK_OVERRIDE, FRESH_ANCHOR_WARNING, MissingAnchorStateError
+from verl_hadw.errors import (
+    ALLOW_MISSING_STATE,
+    CALLBACK_OVERRIDE,
+    FRESH_ANCHOR_WARNING,
+    MissingAnchorStateError,
+    frozen_anchor_message,
+)
 from verl_hadw.options import AnchorConfig, HadwConfig
 from verl_hadw.process_state import PROCESS
 
@@ -106,12 +112,7 @@ class AnchorClient:
         if trainer_step is not None:
             self.persistence.after_step(step, self.key, self.store.last_state())
         if view.warn:
-            message = (
-                f"HA-DW anchor '{self.key}' is frozen: it moved < 1e-3 over {self.config.window} steps while the "
-                f"batch accuracy is > 0.05 away from it (anchor {view.posterior:.4f}, accuracy "
-                f"{view.batch_acc:.4f}). The literal Eq. 10 sigma shrinks with the anchor's own history; raise "
-                "algorithm.hadw.anchor.eta, set anchor.sigma_source=accuracy or anchor.eta_min > 0."
-            )
+            message = frozen_anchor_message(self.config.window, view.posterior, view.batch_acc, anchor=self.key)
             logger.warning(message)
             warnings.warn(message, RuntimeWarning, stacklevel=3)
         return view

@@ -26,17 +26,24 @@ import warnings
 from transformers import TrainerCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
+from verl_hadw.anchor.checkpoint_dirs import earlier_valid_checkpoint
 from verl_hadw.anchor.compatibility import NORM_BY_STD, declared_options
 from verl_hadw.anchor.file_format import STATE_FILE, payload, read_state_file, write_state_file
 from verl_hadw.anchor.machine import AnchorState, AnchorView
 from verl_hadw.anchor.persistence import Persistence, continue_under
-from verl_hadw.errors import ALLOW_MISSING_STATE, AnchorFileError, AnchorSaveError, ResumeConflictError
+from verl_hadw.errors import (
+    ALLOW_MISSING_STATE,
+    AnchorFileError,
+    AnchorSaveError,
+    ResumeConflictError,
+    frozen_anchor_message,
+)
 from verl_hadw.options import HadwConfig
+from verl_hadw.trl.grpo_config import trl_key
 
 __all__ = ["TrainerAnchor", "AnchorCheckpointCallback", "trl_words", "checkpoint_step"]
 
 logger = logging.getLogger(__name__)
-_CHECKPOINT = re.compile(rf"^{PREFIX_CHECKPOINT_DIR}-(\d+)$")  # transformers' own pattern
 _FRESH = "set hadw_allow_missing_state=True to continue with a fresh anchor"
 
 
@@ -122,7 +129,7 @@ class TrainerAnchor:
                 return read_state_file(path, step)
             except ValueError as exc:
                 problem, error = f"cannot restore the HA-DW anchor: {path} {trl_words(str(exc))}", AnchorFileError
-        earlier = _earlier_valid_checkpoint(checkpoint, step)
+        earlier = earlier_valid_checkpoint(checkpoint, step, prefix=f"{PREFIX_CHECKPOINT_DIR}-", needs=None)
         where = f"{earlier}, the newest earlier checkpoint with a valid anchor file" if earlier else (
             f"an earlier {PREFIX_CHECKPOINT_DIR}-K folder whose {STATE_FILE} is valid (none found beside {checkpoint})")
         message = f"{problem}. Ways out: resume from {where}; or {_FRESH}."
@@ -135,11 +142,7 @@ class TrainerAnchor:
         self._last = (step, call)
         view = self.state.observe(step, call, correct, count)
         if view.warn:
-            message = (
-                f"HA-DW anchor is frozen: it moved < 1e-3 over {self.cfg.anchor.window} steps while the batch "
-                f"accuracy is > 0.05 away from it (anchor {view.posterior:.4f}, accuracy {view.batch_acc:.4f}): raise "
-                "hadw_anchor_eta, set hadw_anchor_sigma_source='accuracy' or hadw_anchor_eta_min > 0."
-            )
+            message = frozen_anchor_message(self.cfg.anchor.window, view.posterior, view.batch_acc, trl_key)
             logger.warning(message)
             warnings.warn(message, RuntimeWarning, stacklevel=2)
         return view
@@ -157,23 +160,6 @@ class TrainerAnchor:
             # next generation (step >= N + 1) commits it exactly as the uninterrupted run does.
             state["open_step"] = step
         write_state_file(os.path.join(folder, STATE_FILE), payload(step, self.cfg.state_key, state, self.options))
-
-
-def _earlier_valid_checkpoint(folder: str, step: int) -> str | None:
-    """The newest ``checkpoint-K`` (K < ``step``) beside ``folder`` whose anchor file is valid, or None."""
-    parent = os.path.dirname(os.path.normpath(folder))
-    try:
-        steps = sorted((int(m.group(1)) for m in map(_CHECKPOINT.match, os.listdir(parent)) if m), reverse=True)
-    except OSError:
-        return None
-    for k in (k for k in steps if k < step):
-        candidate = os.path.join(parent, f"{PREFIX_CHECKPOINT_DIR}-{k}")
-        try:
-            read_state_file(os.path.join(candidate, STATE_FILE), k)
-        except ValueError:
-            continue
-        return candidate
-    return None
 
 
 class AnchorCheckpointCallback(TrainerCallback):
