@@ -20,6 +20,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,12 +127,15 @@ def subprocess_lines(ctx: Context, cmd: list[str], cwd: Path, env=None, timeout:
     lines: list[str] = []
     try:
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        watchdog = threading.Timer(timeout, proc.kill)  # a hung launch never closes its output
+        watchdog.start()
         try:
             for line in proc.stdout:
                 lines.append(line)
                 gate(line)
-            proc.wait(timeout=timeout)
+            proc.wait()
         finally:
+            watchdog.cancel()
             if proc.poll() is None:
                 proc.kill()
     finally:
