@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 RAY_STARTED = "Started a local Ray instance"  # ray.init's log line once the node is up
-START_GATE_TIMEOUT = 45.0  # seconds a launch may hold the start gate without printing RAY_STARTED
+START_GATE_TIMEOUT = 25.0  # seconds a launch may hold the start gate without printing RAY_STARTED (Ray: ~7 s)
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,6 @@ class StartGate:
 
     def __init__(self):
         self.lock = threading.Lock()
-        self.holder: threading.Timer | None = None
 
     def enter(self) -> Callable[[str], None]:
         """Acquire; returns the ``on_line`` callback that releases on ``RAY_STARTED``."""
@@ -120,10 +119,13 @@ class Pool:
                 while name is not None and name not in self.futures:
                     self.futures[name] = Future()
                     parent = self.launches[name].after
-                    if parent is None:
-                        self.ready.append(name)
-                    else:
+                    if parent is not None:
                         self.children.setdefault(parent, []).append(name)
+                    done = parent is not None and parent in self.futures and self.futures[parent].done()
+                    if parent is None or (done and self.futures[parent].exception() is None):
+                        self.ready.append(name)  # nothing to wait for (its source finished before it was asked for)
+                    elif done:
+                        self._fail_children(parent, self.futures[parent].exception())
                     name = parent
             self.cond.notify_all()
 
@@ -154,6 +156,8 @@ class Pool:
 
     def _fail_children(self, name: str, error: BaseException) -> None:
         for child in self.children.get(name, []):
+            if self.futures[child].done():
+                continue
             self.futures[child].set_running_or_notify_cancel()
             self.futures[child].set_exception(RuntimeError(f"{child} resumes {name}, which failed: {error}"))
             self._fail_children(child, error)
