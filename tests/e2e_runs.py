@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +27,7 @@ from e2e_pool import RAY_STARTED, Context, Launch
 
 from verl_hadw.anchor.file_format import STATE_FILE
 from verl_hadw.anchor.legacy_snapshots import SNAPSHOT_DIR
-from verl_hadw.toy.launch import parse_steps, run
+from verl_hadw.toy.launch import parse_steps, run, stream
 from verl_hadw.toy.modes import requested_mode
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,6 +37,7 @@ LEGACY = ["trainer.use_v1=false", "trainer.save_freq=2"]
 DEMO_STEPS, DEMO_RESUME_FROM, DEMO_RESUMED = 30, 15, 3  # the demo saves at 15; the resumed run trains 16-18
 STRAIGHT, HALF = 4, 2  # legacy and async runs: 4 steps, checkpoints at 2 and 4, resumed from 2
 SMOKE_STEPS, SMOKE_RESUME_STEPS = 2, 3
+LAUNCH_TIMEOUT = 1800  # seconds: a hung launch is killed (the slowest takes about 4 min here)
 
 
 def small_batch(overrides) -> list[str]:
@@ -96,7 +95,7 @@ def main_ppo(ctx: Context, name: str, *overrides, expect_ok=True, experiment=Non
                 assets or ctx.assets,
                 [f"trainer.experiment_name={experiment or name}", f"trainer.default_local_dir={workdir}", *batch,
                  *overrides],
-                cwd=str(workdir), on_line=gate,
+                cwd=str(workdir), on_line=gate, timeout=LAUNCH_TIMEOUT,
             )
         finally:
             gate.release()
@@ -121,26 +120,13 @@ def checkpoint_copy(source: Path, target: Path, step: int) -> None:
         assert (target / f"global_step_{step}" / STATE_FILE).exists()  # the v1 trainer's anchor file
 
 
-def subprocess_lines(ctx: Context, cmd: list[str], cwd: Path, env=None, timeout: float = 1800) -> tuple[int, str]:
+def subprocess_lines(ctx: Context, cmd: list[str], cwd: Path, env=None, timeout: float = LAUNCH_TIMEOUT):
     """Run ``cmd`` through the Ray start gate, returning (exit code, stdout + stderr)."""
     gate = ctx.ray_start().enter()
-    lines: list[str] = []
     try:
-        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        watchdog = threading.Timer(timeout, proc.kill)  # a hung launch never closes its output
-        watchdog.start()
-        try:
-            for line in proc.stdout:
-                lines.append(line)
-                gate(line)
-            proc.wait()
-        finally:
-            watchdog.cancel()
-            if proc.poll() is None:
-                proc.kill()
+        return stream(cmd, str(cwd), env, on_line=gate, timeout=timeout)
     finally:
         gate.release()
-    return proc.returncode, "".join(lines)
 
 
 # ------------------------------------------------------------------------------------------ the launches

@@ -62,3 +62,18 @@ def test_a_launch_asked_for_after_its_source_finished_still_runs(tmp_path):
     assert pool.result("short") == "SHORT"
     assert pool.result("short_resumed", timeout=5) == "SHORT_RESUMED"  # no marker named it: queued on demand
     pool.close()
+
+
+def test_stream_hands_over_each_line_and_kills_a_process_that_hangs():
+    """``verl_hadw.toy.launch.stream``, what every launch runs through: lines as they come, and a watchdog that
+    stops a process whose output never ends (a limit applied after the output ends would never be reached)."""
+    import sys
+
+    from verl_hadw.toy.launch import stream
+
+    seen = []
+    code, out = stream([sys.executable, "-c", "print('a'); print('b')"], on_line=seen.append)
+    assert (code, out, seen) == (0, "a\nb\n", ["a\n", "b\n"])
+    begin = time.monotonic()
+    code, out = stream([sys.executable, "-c", "import time; print('up', flush=True); time.sleep(60)"], timeout=2)
+    assert code != 0 and out == "up\n" and time.monotonic() - begin < 30

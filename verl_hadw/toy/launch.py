@@ -14,12 +14,14 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 
 from verl_hadw.console_log import parse_steps
 
 __all__ = [
-    "config_dir", "command", "demo_overrides", "environment", "parse_steps", "run", "stable_metrics", "table_printer",
+    "config_dir", "command", "demo_overrides", "environment", "parse_steps", "run", "stable_metrics", "stream",
+    "table_printer",
 ]
 
 
@@ -80,29 +82,37 @@ def stable_metrics(values: dict[str, float]) -> dict[str, float]:
     return {key: value for key, value in values.items() if not VOLATILE.search(key)}
 
 
-def run(assets: str, overrides: list[str], cwd: str | None = None, on_line=None, timeout: float = 900,
-        test_rows: int = 32):
-    """Run main_ppo; returns (exit code, full output). ``on_line`` sees each output line as it arrives."""
-    ensure_assets(assets, test_rows)
-    proc = subprocess.Popen(
-        command(overrides),
-        cwd=cwd or os.getcwd(),
-        env=environment(assets),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+def stream(cmd: list[str], cwd: str | None = None, env: dict | None = None, on_line=None,
+           timeout: float | None = None) -> tuple[int, str]:
+    """Run ``cmd`` with stderr merged into stdout; returns (exit code, full output). ``on_line`` sees each line as
+    it arrives. ``timeout``: kill the process after that many seconds (a hung process never closes its output, so
+    a limit applied after the output ends would never be reached); None waits as long as it runs."""
+    proc = subprocess.Popen(cmd, cwd=cwd or os.getcwd(), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    watchdog = threading.Timer(timeout, proc.kill) if timeout is not None else None
+    if watchdog is not None:
+        watchdog.start()
     lines = []
     try:
         for line in proc.stdout:
             lines.append(line)
             if on_line is not None:
                 on_line(line)
-        proc.wait(timeout=timeout)
+        proc.wait()
     finally:
+        if watchdog is not None:
+            watchdog.cancel()
         if proc.poll() is None:
             proc.kill()
     return proc.returncode, "".join(lines)
+
+
+def run(assets: str, overrides: list[str], cwd: str | None = None, on_line=None, timeout: float | None = None,
+        test_rows: int = 32):
+    """Run main_ppo; returns (exit code, full output). ``on_line`` sees each output line as it arrives; ``timeout``
+    as in ``stream``."""
+    ensure_assets(assets, test_rows)
+    return stream(command(overrides), cwd, environment(assets), on_line, timeout)
 
 
 TABLE = [  # (column, metric, format)
