@@ -49,7 +49,7 @@ _FRESH = "set hadw_allow_missing_state=True to continue with a fresh anchor"
 
 def _phrases() -> list[tuple[str, str]]:
     """(verl's words, TRL's words), longest first: the remedies, then every option key."""
-    keys = [(k, k[len("algorithm."):].replace(".", "_")) for k in declared_options() if k != NORM_BY_STD]
+    keys = [(k, trl_key(k.removeprefix("algorithm."))) for k in declared_options() if k != NORM_BY_STD]
     keys.append((NORM_BY_STD, "scale_rewards=='group'"))
     return [
         (ALLOW_MISSING_STATE, _FRESH),
