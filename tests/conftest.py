@@ -1,3 +1,10 @@
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import pytest
 
 
@@ -12,7 +19,7 @@ def _fresh_process_state():
 
 
 # ------------------------------------------------------------------------- the session's main_ppo launches
-E2E_TIMINGS = pytest.StashKey[str]()
+E2E_TABLE = pytest.StashKey[str]()
 
 
 def launches_of(items) -> list[str]:
@@ -32,42 +39,95 @@ def launches_of(items) -> list[str]:
 @pytest.hookimpl(trylast=True)  # after -m / -k have deselected what will not run
 def pytest_collection_modifyitems(config, items):
     """The tests that read main_ppo launches (``@pytest.mark.e2e``) go last, so that the launches, started when the
-    session's first test runs (``_e2e_pool``), overlap every other test."""
+    session's first test runs (``_e2e_stage``), overlap every other test."""
     launches_of(items)  # an unknown launch name fails the collection
     items.sort(key=lambda item: item.get_closest_marker("e2e") is not None)  # stable: the order within stays
 
 
+class Stage:
+    """The launches' stage (tests/e2e_stage.py), a process of its own; ``result(name)`` waits for a launch's record
+    and gives what the tests read (``e2e_runs.load``). A launch that failed fails its readers with its log tail."""
+
+    def __init__(self, root: Path, names: list[str], proc: subprocess.Popen | None):
+        self.root, self.names, self.proc = root, names, proc
+
+    def result(self, name: str, timeout: float = 3600):
+        from e2e_runs import load
+        from e2e_stage import read_record
+
+        if name not in self.names:
+            raise AssertionError(f"{name} is not a launch of this session: name it in the test's e2e marker")
+        deadline = time.monotonic() + timeout
+        while (record := read_record(self.root, name)) is None:
+            if self.proc is not None and self.proc.poll() is not None and read_record(self.root, name) is None:
+                raise RuntimeError(f"the e2e stage exited ({self.proc.returncode}) without running {name}:\n"
+                                   + self.log_tail())
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{name} did not finish within {timeout:.0f} s:\n{self.log_tail()}")
+            time.sleep(1)
+        if record["status"] != "ok":
+            raise RuntimeError(f"launch {name} failed:\n{record['error'][-8000:]}")
+        return load(record["result"])
+
+    def log_tail(self) -> str:
+        log = self.root / "stage.log"
+        return log.read_text()[-6000:] if log.exists() else "(no stage log)"
+
+    def close(self) -> None:
+        """A session that ended early kills what still runs, so that no Ray node outlives it."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        import psutil
+
+        for child in psutil.Process(self.proc.pid).children(recursive=True):  # Ray's processes leave the group
+            try:
+                child.kill()
+            except psutil.NoSuchProcess:
+                pass
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+
+
 @pytest.fixture(scope="session", autouse=True)
-def _e2e_pool(request, tmp_path_factory):
-    """Starts the selected tests' launches in the background at the session's first test (tests/e2e_pool.py)."""
+def _e2e_stage(request, tmp_path_factory):
+    """Starts the selected tests' launches at the session's first test, in the stage's own process
+    (tests/e2e_stage.py). ``VERL_HADW_E2E_DIR`` reuses the records a stage left in that folder and runs the rest."""
     names = launches_of(request.session.items)  # the tests that will run, after -m / -k
     if not names:
         yield None
         return
-    from e2e_pool import Pool, workers_from_env
     from e2e_runs import LAUNCHES
+    from e2e_stage import chains, read_record, workers_from_env
 
-    from verl_hadw.toy.launch import ensure_assets
+    every = [n for chain in chains(LAUNCHES, names) for n in chain]  # with the launches they resume from
+    reuse = os.environ.get("VERL_HADW_E2E_DIR")
+    root = Path(reuse) if reuse else tmp_path_factory.mktemp("e2e")
+    root.mkdir(parents=True, exist_ok=True)
+    todo = [n for n in every if reuse is None or read_record(root, n) is None]
+    proc = None
+    if todo:
+        cmd = [sys.executable, str(Path(__file__).with_name("e2e_stage.py")), "--root", str(root),
+               "--workers", str(workers_from_env()), *todo]
+        with open(root / "stage.log", "a") as log:
+            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    stage = Stage(root, every, proc)
+    yield stage
+    stage.close()
+    from e2e_stage import launch_table
 
-    assets = str(tmp_path_factory.mktemp("assets"))
-    ensure_assets(assets)  # once, before launches share it
-    pool = Pool(tmp_path_factory.mktemp("e2e"), assets, LAUNCHES, workers=workers_from_env())
-    pool.start(names)
-    yield pool
-    pool.close()
-    timings = ", ".join(f"{name} {seconds:.0f} s" for name, seconds in sorted(pool.timings.items()))
-    request.config.stash[E2E_TIMINGS] = f"main_ppo launches ({pool.workers} at a time): {timings}"
+    request.config.stash[E2E_TABLE] = (f"main_ppo launches ({workers_from_env()} at a time, {root}):\n"
+                                       + launch_table(root, every))
 
 
 def pytest_terminal_summary(terminalreporter, config):
     """The launches' own wall times, beside pytest's --durations (where a test shows only its wait)."""
-    if E2E_TIMINGS in config.stash:
-        terminalreporter.write_line(config.stash[E2E_TIMINGS])
+    if E2E_TABLE in config.stash:
+        terminalreporter.write_line(config.stash[E2E_TABLE])
 
 
 @pytest.fixture
-def e2e(_e2e_pool, request):
-    """The session's launch pool; ``e2e.result(name)`` waits for a launch named by the test's ``e2e`` marker."""
+def e2e(_e2e_stage, request):
+    """The session's stage; ``e2e.result(name)`` waits for a launch named by the test's ``e2e`` marker."""
     marker = request.node.get_closest_marker("e2e")
     assert marker is not None, "a test that reads main_ppo launches names them: @pytest.mark.e2e('name', ...)"
-    return _e2e_pool
+    return _e2e_stage

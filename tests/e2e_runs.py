@@ -1,7 +1,8 @@
 """Every launch of verl's real ``main_ppo`` that the test session makes, in one list (``LAUNCHES``).
 
 The tests name the launches they read with ``@pytest.mark.e2e("name", ...)`` and get their results from the
-session's pool (``e2e_pool.py``, fixture ``e2e`` in conftest.py), which runs them in the background. One launch
+session's stage (``e2e_stage.py``, a process of its own started by conftest.py), which runs them in the background
+and writes each one's folder and record; ``load`` turns a record into what the tests read. One launch
 carries every check that can read it: the demo's 30-step run is the demo test, the v1 HA-DW checks and the source
 of the exact-resume run; the GPU smoke script's CPU run trains HA-DW over DGPO, so it is also the v1 check of that
 estimator.
@@ -23,7 +24,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from e2e_pool import RAY_STARTED, Context, Launch
+from e2e_stage import RAY_STARTED, Context, Launch
 
 from verl_hadw.anchor.file_format import STATE_FILE
 from verl_hadw.anchor.legacy_snapshots import SNAPSHOT_DIR
@@ -81,15 +82,40 @@ class Run:
     stdout: str = ""
 
 
+def text_file(ctx: Context, name: str, suffix: str, text: str) -> str:
+    path = ctx.root / f"{name}.{suffix}"
+    path.write_text(text)
+    return str(path)
+
+
+def run_record(ctx: Context, name: str, code: int, log: str, out: Path, stdout: str = "") -> dict:
+    """What the stage writes for a ``Run``: the texts go to files beside the record."""
+    return {"kind": "run", "code": code, "log": text_file(ctx, name, "log", log), "out": str(out),
+            "stdout": text_file(ctx, name, "stdout", stdout)}
+
+
+def load(result: dict):
+    """The object a test reads, from a launch's record (``e2e_stage.py``)."""
+    kind, fields = result["kind"], {k: v for k, v in result.items() if k != "kind"}
+    if kind == "run":
+        log = Path(fields["log"]).read_text()
+        return Run(fields["code"], log, parse_steps(log), Path(fields["out"]), Path(fields["stdout"]).read_text())
+    if kind == "smoke":
+        return SmokeRun(fields["code"], Path(fields["output"]).read_text(), Path(fields["smoke"]))
+    if kind == "study":
+        return StudyRun(fields["code"], Path(fields["output"]).read_text(), Path(fields["out"]), Path(fields["docs"]))
+    raise ValueError(f"unknown launch record kind {kind!r}")
+
+
 def main_ppo(ctx: Context, name: str, *overrides, expect_ok=True, experiment=None, attempts=3, small=True,
-             assets=None) -> Run:
+             assets=None) -> dict:
     """One ``main_ppo`` run with checkpoints in ``<root>/<name>``; tries again if Ray did not start. ``small=False``
     keeps the demo's own batch (a run resumed from the demo's checkpoint)."""
     workdir = ctx.workdir(name)
     batch = small_batch(overrides) if small else []
 
     def run_once():
-        gate = ctx.ray_start().enter()
+        gate = ctx.gate.enter()
         try:
             code, log = run(
                 assets or ctx.assets,
@@ -99,13 +125,13 @@ def main_ppo(ctx: Context, name: str, *overrides, expect_ok=True, experiment=Non
             )
         finally:
             gate.release()
-        (ctx.root / f"{name}.log").write_text(log)
         return code, log
 
     code, log = until_ray_started(run_once, attempts)
+    record = run_record(ctx, name, code, log, workdir)
     if expect_ok:
         assert code == 0, f"{name}: main_ppo exit {code}\n{log[-5000:]}"
-    return Run(code, log, parse_steps(log), workdir)
+    return record
 
 
 def checkpoint_copy(source: Path, target: Path, step: int) -> None:
@@ -122,7 +148,7 @@ def checkpoint_copy(source: Path, target: Path, step: int) -> None:
 
 def subprocess_lines(ctx: Context, cmd: list[str], cwd: Path, env=None, timeout: float = LAUNCH_TIMEOUT):
     """Run ``cmd`` through the Ray start gate, returning (exit code, stdout + stderr)."""
-    gate = ctx.ray_start().enter()
+    gate = ctx.gate.enter()
     try:
         return stream(cmd, str(cwd), env, on_line=gate, timeout=timeout)
     finally:
@@ -130,7 +156,7 @@ def subprocess_lines(ctx: Context, cmd: list[str], cwd: Path, env=None, timeout:
 
 
 # ------------------------------------------------------------------------------------------ the launches
-def demo(ctx: Context) -> Run:
+def demo(ctx: Context) -> dict:
     """``python -m verl_hadw.toy.launch --demo out``: what ``scripts/demo_cpu.sh`` runs once installed (30 steps,
     checkpoints at 15 and 30, the PNG)."""
     out = ctx.workdir("demo")
@@ -142,46 +168,46 @@ def demo(ctx: Context) -> Run:
         return code, log, stdout
 
     code, log, stdout = until_ray_started(run_once, 3)
+    record = run_record(ctx, "demo", code, log, out, stdout)
     assert code == 0, stdout[-8000:]
-    return Run(code, log, parse_steps(log), out, stdout)
+    return record
 
 
-def demo_resumed(ctx: Context) -> Run:
+def demo_resumed(ctx: Context) -> dict:
     """Resumed from the demo's step-15 checkpoint, to step 18 (the demo's own batch)."""
-    source = ctx.result("demo")
-    checkpoint_copy(source.out / "checkpoints", ctx.workdir("demo_resumed"), DEMO_RESUME_FROM)
+    checkpoint_copy(Path(ctx.result("demo")["out"]) / "checkpoints", ctx.workdir("demo_resumed"), DEMO_RESUME_FROM)
     return main_ppo(ctx, "demo_resumed", f"trainer.total_training_steps={DEMO_RESUME_FROM + DEMO_RESUMED}",
                     f"trainer.save_freq={DEMO_RESUME_FROM}", "trainer.resume_mode=auto", experiment="demo",
                     small=False)
 
 
-def v1_dgpo(ctx: Context) -> Run:
+def v1_dgpo(ctx: Context) -> dict:
     return main_ppo(ctx, "v1_dgpo", "algorithm.adv_estimator=dgpo", "trainer.total_training_steps=2")
 
 
-def typo(ctx: Context) -> Run:
+def typo(ctx: Context) -> dict:
     return main_ppo(ctx, "typo", "+algorithm.hadw.lamda_scale=1.3", expect_ok=False)
 
 
-def filter_groups(ctx: Context) -> Run:
+def filter_groups(ctx: Context) -> dict:
     return main_ppo(ctx, "filter_groups", "algorithm.filter_groups.enable=true", "algorithm.filter_groups.metric=acc",
                     expect_ok=False)
 
 
-def legacy_straight(ctx: Context) -> Run:
+def legacy_straight(ctx: Context) -> dict:
     """The uninterrupted legacy run: 4 steps, checkpoints (and anchor snapshots) at steps 2 and 4."""
     return main_ppo(ctx, "legacy_straight", *LEGACY, f"trainer.total_training_steps={STRAIGHT}")
 
 
-def legacy_resumed(ctx: Context) -> Run:
+def legacy_resumed(ctx: Context) -> dict:
     """Resumed from the uninterrupted legacy run's step-2 checkpoint and anchor snapshot."""
-    checkpoint_copy(ctx.result("legacy_straight").out, ctx.workdir("legacy_resumed"), HALF)
+    checkpoint_copy(Path(ctx.result("legacy_straight")["out"]), ctx.workdir("legacy_resumed"), HALF)
     return main_ppo(ctx, "legacy_resumed", *LEGACY, f"trainer.total_training_steps={STRAIGHT}",
                     "trainer.resume_mode=auto", experiment="legacy_straight")
 
 
 def mode_straight(mode: str):
-    def launch(ctx: Context) -> Run:
+    def launch(ctx: Context) -> dict:
         """The uninterrupted run of the mode: 4 steps, checkpoints at steps 2 and 4."""
         return main_ppo(ctx, f"{mode}_straight", f"trainer.v1.trainer_mode={mode}",
                         f"trainer.total_training_steps={STRAIGHT}", f"trainer.save_freq={HALF}")
@@ -190,9 +216,9 @@ def mode_straight(mode: str):
 
 
 def mode_resumed(mode: str):
-    def launch(ctx: Context) -> Run:
+    def launch(ctx: Context) -> dict:
         """Resumed from the mode's uninterrupted run's step-2 checkpoint."""
-        checkpoint_copy(ctx.result(f"{mode}_straight").out, ctx.workdir(f"{mode}_resumed"), HALF)
+        checkpoint_copy(Path(ctx.result(f"{mode}_straight")["out"]), ctx.workdir(f"{mode}_resumed"), HALF)
         return main_ppo(ctx, f"{mode}_resumed", f"trainer.v1.trainer_mode={mode}", f"trainer.save_freq={HALF}",
                         f"trainer.total_training_steps={STRAIGHT}", "trainer.resume_mode=auto",
                         experiment=f"{mode}_straight")
@@ -201,7 +227,7 @@ def mode_resumed(mode: str):
 
 
 def mode_dgpo(mode: str):
-    def launch(ctx: Context) -> Run:
+    def launch(ctx: Context) -> dict:
         return main_ppo(ctx, f"{mode}_dgpo", f"trainer.v1.trainer_mode={mode}", "algorithm.adv_estimator=dgpo",
                         "trainer.total_training_steps=2")
 
@@ -218,7 +244,7 @@ class SmokeRun:
     smoke: Path  # VERL_HADW_SMOKE_DIR: train.log, resume.log, verdict.txt, checkpoints/
 
 
-def smoke(ctx: Context) -> SmokeRun:
+def smoke(ctx: Context) -> dict:
     """``bash scripts/gpu_smoke.sh demo --cpu +algorithm.hadw.base=dgpo``: two real main_ppo runs (2 steps, saved;
     resumed to 3), then the verdict."""
     out = ctx.workdir("smoke")
@@ -228,7 +254,8 @@ def smoke(ctx: Context) -> SmokeRun:
     env.pop("VERL_HADW_CONFIGS", None)
     code, output = subprocess_lines(ctx, ["bash", str(ROOT / "scripts" / "gpu_smoke.sh"), "demo", "--cpu",
                                           *SMOKE_OVERRIDES], out, env=env)
-    return SmokeRun(code, output, out / "smoke")
+    return {"kind": "smoke", "code": code, "output": text_file(ctx, "smoke", "stdout", output),
+            "smoke": str(out / "smoke")}
 
 
 @dataclass
@@ -239,13 +266,14 @@ class StudyRun:
     docs: Path  # --copy-to: the CSVs, summary and plot
 
 
-def quick_study(ctx: Context) -> StudyRun:
+def quick_study(ctx: Context) -> dict:
     """``verl-hadw study --quick``: hadw, then grpo at HA-DW's measured Φ × lr, one seed, two steps each."""
     work = ctx.workdir("study")
     out, docs = work / "study", work / "docs"
     cmd = [sys.executable, "-m", "verl_hadw.cli", "study", "--quick", "--out", str(out), "--copy-to", str(docs)]
     code, output = subprocess_lines(ctx, cmd, work)
-    return StudyRun(code, output, out, docs)
+    return {"kind": "study", "code": code, "output": text_file(ctx, "quick_study", "stdout", output),
+            "out": str(out), "docs": str(docs)}
 
 
 LAUNCHES: dict[str, Launch] = {

@@ -1,0 +1,199 @@
+"""The stage that runs the session's launches of verl's real ``main_ppo``, in a process of its own.
+
+    python tests/e2e_stage.py --root DIR [--workers 2] NAME ...
+
+runs the named launches of ``e2e_runs.LAUNCHES`` (and the launches they resume from) into ``DIR/<name>/`` and writes,
+when each one ends, ``DIR/<name>.json``: its status (``ok`` or ``error`` with the traceback and the run's log tail),
+its wall time and where its files are. The tests read those folders (conftest.py's ``e2e`` fixture); the pytest
+process holds no launch thread and no Ray driver of theirs.
+
+A launch runs once, however many tests read it. A launch that resumes another (``after=``) follows it in the same
+chain; the chains run ``workers`` at a time, the longest first, and a chain stops at its first failure (what resumes a
+failed launch fails with its source's error). One Ray start-up at a time passes the start gate: nodes starting
+together on a loaded machine miss Ray's fixed 30 s raylet deadline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+RAY_STARTED = "Started a local Ray instance"  # ray.init's log line once the node is up
+START_GATE_TIMEOUT = 25.0  # seconds a launch may hold the start gate without printing RAY_STARTED (Ray: ~7 s)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One launch: ``start(ctx)`` runs it to the end and returns what the tests read (a dict of JSON values)."""
+
+    name: str
+    start: Callable[["Context"], dict]
+    after: str | None = None  # the launch whose checkpoint this one resumes from
+    cost: float = 60.0  # rough seconds on 2 cores: the longest chain starts first
+    proves: str = ""  # what the tests read from it (the launch table in docs/cpu.md)
+
+
+class StartGate:
+    """One launch at a time through Ray's start-up. A launch holds the gate until its output shows ``RAY_STARTED``
+    (``on_line``), or for at most ``START_GATE_TIMEOUT`` seconds (a launch that never starts Ray)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+
+    def enter(self) -> Callable[[str], None]:
+        """Acquire; returns the ``on_line`` callback that releases on ``RAY_STARTED`` (``.release()`` at the end)."""
+        self.lock.acquire()
+        released = threading.Event()
+
+        def release():
+            if not released.is_set():
+                released.set()
+                self.lock.release()
+
+        timer = threading.Timer(START_GATE_TIMEOUT, release)
+        timer.daemon = True
+        timer.start()
+
+        def on_line(line: str) -> None:
+            if RAY_STARTED in line:
+                timer.cancel()
+                release()
+
+        on_line.release = lambda: (timer.cancel(), release())  # type: ignore[attr-defined]
+        return on_line
+
+
+@dataclass
+class Context:
+    """What a launch gets: the stage's folder, the toy assets, the results of the launches before it, the gate."""
+
+    root: Path
+    assets: str
+    gate: StartGate = field(default_factory=StartGate)
+    results: dict[str, dict] = field(default_factory=dict)
+
+    def workdir(self, name: str) -> Path:
+        path = self.root / name
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def result(self, name: str) -> dict:
+        """The result of a launch this one resumes from (run earlier in its chain)."""
+        return self.results[name]
+
+
+def record_path(root: Path, name: str) -> Path:
+    return root / f"{name}.json"
+
+
+def write_record(root: Path, name: str, record: dict) -> None:
+    """Atomically: a reader sees the whole record or none."""
+    tmp = root / f".{name}.json.tmp"
+    tmp.write_text(json.dumps(record, indent=1))
+    os.replace(tmp, record_path(root, name))
+
+
+def chains(launches: dict[str, Launch], names) -> list[list[str]]:
+    """The named launches with what they resume from, as chains (a source, then what resumes it), longest first."""
+    wanted: list[str] = []
+    for name in names:
+        while name is not None and name not in wanted:
+            wanted.append(name)
+            name = launches[name].after
+    heads = [n for n in wanted if launches[n].after is None]
+    out = []
+    for head in heads:
+        chain = [head]
+        while True:
+            children = [n for n in wanted if launches[n].after == chain[-1]]
+            if not children:
+                break
+            assert len(children) == 1, f"{chain[-1]} is resumed by {children}: one chain each"
+            chain.append(children[0])
+        out.append(chain)
+    return sorted(out, key=lambda c: -sum(launches[n].cost for n in c))
+
+
+def run_chain(ctx: Context, launches: dict[str, Launch], chain: list[str]) -> None:
+    failed = None
+    for name in chain:
+        begin = time.monotonic()
+        if failed is not None:
+            record = {"status": "error", "error": f"{name} resumes {failed[0]}, which failed: {failed[1]}"}
+        else:
+            try:
+                ctx.results[name] = launches[name].start(ctx)
+                record = {"status": "ok", "result": ctx.results[name]}
+            except BaseException as error:  # noqa: BLE001 (written down for the tests that read this launch)
+                failed = (name, f"{type(error).__name__}: {error}")
+                record = {"status": "error", "error": traceback.format_exc()}
+        record.update(name=name, seconds=round(time.monotonic() - begin, 1), proves=launches[name].proves)
+        write_record(ctx.root, name, record)
+        print(f"[e2e stage] {name}: {record['status']} in {record['seconds']:.0f} s", flush=True)
+
+
+def run_stage(root: Path, assets: str, launches: dict[str, Launch], names, workers: int = 2) -> None:
+    """Run ``names`` (and their sources) into ``root``, ``workers`` chains at a time; a record per launch."""
+    ctx = Context(Path(root), assets)
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="chain") as pool:
+        for future in [pool.submit(run_chain, ctx, launches, chain) for chain in chains(launches, names)]:
+            future.result()
+
+
+def read_record(root: Path, name: str) -> dict | None:
+    path = record_path(root, name)
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def launch_table(root: Path, names) -> str:
+    """One line per launch: its wall time and status, then the sum."""
+    rows, total = [], 0.0
+    for name in names:
+        record = read_record(root, name)
+        if record is None:
+            rows.append(f"  {name:<26} not run")
+            continue
+        total += record["seconds"]
+        rows.append(f"  {name:<26} {record['seconds']:>6.0f} s  {record['status']}")
+    return "\n".join(rows + [f"  {'(sum of wall times)':<26} {total:>6.0f} s"])
+
+
+def workers_from_env() -> int:
+    value = os.environ.get("VERL_HADW_E2E_WORKERS", "2")
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"VERL_HADW_E2E_WORKERS must be a whole number >= 1, got {value!r}")
+    return int(value)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--root", required=True, type=Path, help="folder of the launches' runs and records")
+    parser.add_argument("--workers", type=int, default=None, help="chains at a time (default VERL_HADW_E2E_WORKERS, 2)")
+    parser.add_argument("names", nargs="+", help="launches of tests/e2e_runs.py")
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from e2e_runs import LAUNCHES
+
+    from verl_hadw.toy.launch import ensure_assets
+
+    unknown = [n for n in args.names if n not in LAUNCHES]
+    if unknown:
+        parser.error(f"unknown launches {unknown}; choose from {', '.join(LAUNCHES)}")
+    args.root.mkdir(parents=True, exist_ok=True)
+    assets = str(args.root / "assets")
+    ensure_assets(assets)  # once, before the launches share it
+    run_stage(args.root, assets, LAUNCHES, args.names, args.workers or workers_from_env())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
