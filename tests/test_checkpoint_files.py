@@ -230,3 +230,21 @@ def test_a_save_into_an_unwritable_place_fails_clearly_even_as_root(tmp_path):
     with pytest.raises(AnchorSaveError, match=rf"into {folder} \(Not a directory\)"):
         cb.on_save(trainer=None, global_step=1, checkpoint_dir=str(folder))
     assert sorted(os.listdir(tmp_path)) == ["a_file"]
+
+
+@pytest.mark.parametrize("blocker, cause", [
+    ("directory-at-the-file", r"verl_hadw_anchor\.json is a directory, where the anchor file belongs"),
+    ("file-at-the-folder", r"exists but is not a directory: a file stands where a folder of the path belongs"),
+])
+def test_a_failed_save_says_the_real_cause_not_a_full_disk(tmp_path, blocker, cause):
+    cb = HadwCheckpointCallback(config(str(tmp_path), resume=False))
+    SkipManager.set_step(1)
+    compute_advantage(batch(1), "hadw", config=cb.config.algorithm)
+    folder = tmp_path / "global_step_1"
+    if blocker == "directory-at-the-file":
+        (folder / STATE_FILE).mkdir(parents=True)
+    else:
+        folder.write_text("a file where verl's checkpoint folder belongs")
+    with pytest.raises(AnchorSaveError, match=cause) as info:
+        cb.on_save(trainer=None, global_step=1, checkpoint_dir=str(folder))
+    assert "full" not in str(info.value) and "allow_missing_state=true" in str(info.value)

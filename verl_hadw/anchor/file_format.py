@@ -15,16 +15,24 @@ any finite number (DAPO's ±1 rewards give negative ones).
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
 import math
 import os
+import stat
 
 from verl_hadw.anchor.machine import READABLE_SCHEMAS, AnchorState
 from verl_hadw.errors import ALLOW_MISSING_STATE, AnchorSaveError
 
-__all__ = ["STATE_FILE", "PAYLOAD_KEYS", "read_state_file", "write_state_file", "payload", "saved_units"]
+__all__ = [
+    "STATE_FILE", "PAYLOAD_KEYS", "MAX_FILE_BYTES", "read_bounded", "read_json", "read_state_file", "write_state_file",
+    "payload", "saved_units",
+]
 
 STATE_FILE = "verl_hadw_anchor.json"
+# A real anchor file is a few kB (window + 1 values twice, the options); 64 MiB leaves room for windows of millions
+# of steps, and stops a symlink to /dev/zero or a runaway file from being read without end.
+MAX_FILE_BYTES = 64 * 1024 * 1024
 
 _JSON_TYPES = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean"}
 _STATE_FIELDS = {f.name for f in dataclasses.fields(AnchorState)} | {"schema_version"}
@@ -98,22 +106,65 @@ def _field_problems(state: dict, units: str) -> list[str]:
     return bad
 
 
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def read_bounded(path: str, limit: int | None = None) -> bytes:
+    """The bytes of the regular file ``path`` (a symlink is followed), at most ``limit`` (``MAX_FILE_BYTES``).
+
+    Raises ValueError saying what is wrong (the caller adds the path): not a regular file (a FIFO, a device such as
+    /dev/zero, a directory: reading those hangs or never ends), larger than ``limit``, or unreadable. The file is
+    opened without blocking, so a FIFO is refused instead of waiting for a writer.
+    """
+    limit = MAX_FILE_BYTES if limit is None else limit
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise ValueError(f"cannot be read ({exc.strerror or exc})") from exc
+    try:
+        info = os.fstat(fd)
+        mode = info.st_mode
+        if not stat.S_ISREG(mode):
+            kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+            raise ValueError(f"is {kind}, not a regular file: only a regular file is read as an anchor file")
+        chunks, size = [], 0
+        while size <= limit and info.st_size <= limit:  # a file may still grow while it is read: bounded anyway
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        raw = b"".join(chunks)
+    except OSError as exc:
+        raise ValueError(f"cannot be read ({exc.strerror or exc})") from exc
+    finally:
+        os.close(fd)
+    if len(raw) > limit or info.st_size > limit:
+        raise ValueError(f"is larger than {limit} bytes, far more than any anchor file holds: it is not one")
+    return raw
+
+
+def read_json(raw: bytes):
+    """``raw`` (bytes of an anchor file) parsed as JSON; ValueError saying what is wrong."""
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except RecursionError:
+        problem = "nests arrays or objects deeper than a JSON reader can follow: it is not an anchor file"
+        raise ValueError(problem) from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ValueError(f"is not valid JSON, truncated or corrupt ({exc})") from exc
+
+
 def read_state_file(path: str, step: int) -> dict:
     """The checked payload of ``path`` for a resume from ``global_step_{step}``.
 
     Raises ValueError saying what is wrong with the file (the caller adds the path and the ways out).
     """
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError as exc:
-        raise ValueError(f"cannot be read ({exc.strerror or exc})") from exc
+    raw = read_bounded(path)
     if not raw.strip():
         raise ValueError(f"is empty ({len(raw)} bytes): the save that wrote it was interrupted")
-    try:
-        saved = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise ValueError(f"is not valid JSON, truncated or corrupt ({exc})") from exc
+    saved = read_json(raw)
     if not isinstance(saved, dict):
         raise ValueError(f"holds {_JSON_TYPES.get(type(saved), 'null')} where an object is expected")
     missing = sorted({"global_step", "state_key", "state"} - saved.keys())
@@ -154,7 +205,7 @@ def write_state_file(path: str, payload: dict) -> None:
     """Write ``payload`` to ``path`` atomically: a temp file, fsync, rename (both back-ends' anchor files).
 
     On any OS error the temp file is removed (an existing anchor file stays as it was) and AnchorSaveError
-    names the directory and the way on.
+    names the directory, the cause (a full disk, a directory where the file belongs, ...) and the way on.
     """
     checkpoint_dir = os.path.dirname(path)
     tmp = f"{path}.tmp.{os.getpid()}"
@@ -171,9 +222,25 @@ def write_state_file(path: str, payload: dict) -> None:
         except OSError:
             pass  # never created, or already renamed
         raise AnchorSaveError(
-            f"could not write the HA-DW anchor into {checkpoint_dir} ({exc.strerror or exc}): the directory is "
-            f"full or not writable; no partial {os.path.basename(path)} was left. verl may already list this "
-            "checkpoint as the latest, and resuming from it stops for the missing anchor: free space or fix the "
-            f"permissions and resume from the previous checkpoint (trainer.resume_mode=resume_path), or "
-            f"{ALLOW_MISSING_STATE}."
+            f"could not write the HA-DW anchor into {checkpoint_dir} ({exc.strerror or exc}): "
+            f"{_save_problem(exc, path)}; no partial "
+            f"{os.path.basename(path)} was left. verl may already list this checkpoint as the latest, and resuming "
+            "from it stops for the missing anchor: fix the cause and resume from the previous checkpoint "
+            f"(trainer.resume_mode=resume_path), or {ALLOW_MISSING_STATE}."
         ) from exc
+
+
+def _save_problem(exc: OSError, path: str) -> str:
+    """What went wrong in a failed save, in words that say what to fix."""
+    where = exc.filename or os.path.dirname(path)
+    causes = {
+        errno.ENOSPC: "the disk is full",
+        errno.EDQUOT: "the disk quota is used up",
+        errno.EACCES: f"{where} is not writable (permissions)",
+        errno.EPERM: f"{where} is not writable (permissions)",
+        errno.EROFS: f"{where} is on a read-only file system",
+        errno.EISDIR: f"{path} is a directory, where the anchor file belongs: remove or rename it",
+        errno.EEXIST: f"{where} exists but is not a directory: a file stands where a folder of the path belongs",
+        errno.ENOTDIR: f"a part of {where} is a file, not a directory",
+    }
+    return causes.get(exc.errno, "the operating system refused the write")

@@ -28,7 +28,7 @@ from verl_hadw.anchor.checkpoint_dirs import resolve_resume_dir, step_of
 from verl_hadw.anchor.compatibility import options_of
 from verl_hadw.anchor.file_format import STATE_FILE, payload, read_state_file, write_state_file
 from verl_hadw.anchor.persistence import Persistence, continue_under
-from verl_hadw.errors import ALLOW_MISSING_STATE, RESUME_ELSEWHERE, MissingAnchorStateError
+from verl_hadw.errors import ALLOW_MISSING_STATE, RESUME_ELSEWHERE, AnchorFileError, MissingAnchorStateError
 from verl_hadw.options import HadwConfig
 
 __all__ = ["LegacySnapshots", "from_config", "SNAPSHOT_DIR"]
@@ -123,7 +123,7 @@ class LegacySnapshots(Persistence):
         try:  # the v1 callback's checks: readable, complete, valid fields, the step verl resumes from
             saved = read_state_file(path, previous)
         except ValueError as exc:
-            raise MissingAnchorStateError(
+            raise AnchorFileError(
                 f"HA-DW anchor file {path} {exc} ({folder}). Ways out: {RESUME_ELSEWHERE}, or {ALLOW_MISSING_STATE}."
             ) from exc
         replaced = saved.get("replaces_data_pt_mtime_ns")

@@ -17,7 +17,6 @@ messages name verl's keys; here they are reworded with the TRL fields (``trl_wor
 from __future__ import annotations
 
 import copy
-import json
 import logging
 import os
 import re
@@ -28,7 +27,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from verl_hadw.anchor.checkpoint_dirs import earlier_valid_checkpoint
 from verl_hadw.anchor.compatibility import NORM_BY_STD, declared_options
-from verl_hadw.anchor.file_format import STATE_FILE, payload, read_state_file, write_state_file
+from verl_hadw.anchor.file_format import STATE_FILE, payload, read_bounded, read_json, read_state_file, write_state_file
 from verl_hadw.anchor.machine import AnchorState, AnchorView
 from verl_hadw.anchor.persistence import Persistence, continue_under
 from verl_hadw.errors import (
@@ -78,16 +77,16 @@ class _Reworded(logging.Filter):
 def checkpoint_step(folder: str) -> int | None:
     """The optimizer step TRL resumes from ``folder`` at: its ``trainer_state.json``'s global_step, or None without
     one (TRL then loads the weights only and counts from step 0: a new run, with a fresh anchor)."""
-    try:
-        with open(os.path.join(folder, "trainer_state.json"), encoding="utf-8") as f:
-            return int(json.load(f)["global_step"])
-    except FileNotFoundError:
+    path = os.path.join(folder, "trainer_state.json")
+    if not os.path.exists(path):
         if os.path.exists(os.path.join(folder, STATE_FILE)):
             logger.warning(f"{folder} has an HA-DW anchor file but no trainer_state.json: TRL restarts at step 0 with "
                            "its weights only, and so does the anchor (fresh)")
         return None
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise AnchorFileError(f"cannot read the step TRL resumes {folder} at from its trainer_state.json ({exc})")
+    try:  # bounded, regular files only: as the anchor file (a FIFO or /dev/zero would hang or never end)
+        return int(read_json(read_bounded(path))["global_step"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise AnchorFileError(f"cannot read the step TRL resumes {folder} at from {path} ({exc})") from None
 
 
 class TrainerAnchor:
