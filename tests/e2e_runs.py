@@ -206,10 +206,13 @@ def legacy_resumed(ctx: Context) -> dict:
                     "trainer.resume_mode=auto", experiment="legacy_straight")
 
 
+ASYNC_BASE = "+algorithm.hadw.base=dgpo"  # HA-DW over DGPO: the async runs also carry DGPO's checks in the mode
+
+
 def mode_straight(mode: str):
     def launch(ctx: Context) -> dict:
-        """The uninterrupted run of the mode: 4 steps, checkpoints at steps 2 and 4."""
-        return main_ppo(ctx, f"{mode}_straight", f"trainer.v1.trainer_mode={mode}",
+        """The uninterrupted run of the mode: 4 steps of HA-DW over DGPO, checkpoints at steps 2 and 4."""
+        return main_ppo(ctx, f"{mode}_straight", f"trainer.v1.trainer_mode={mode}", ASYNC_BASE,
                         f"trainer.total_training_steps={STRAIGHT}", f"trainer.save_freq={HALF}")
 
     return launch
@@ -219,17 +222,9 @@ def mode_resumed(mode: str):
     def launch(ctx: Context) -> dict:
         """Resumed from the mode's uninterrupted run's step-2 checkpoint."""
         checkpoint_copy(Path(ctx.result(f"{mode}_straight")["out"]), ctx.workdir(f"{mode}_resumed"), HALF)
-        return main_ppo(ctx, f"{mode}_resumed", f"trainer.v1.trainer_mode={mode}", f"trainer.save_freq={HALF}",
-                        f"trainer.total_training_steps={STRAIGHT}", "trainer.resume_mode=auto",
-                        experiment=f"{mode}_straight")
-
-    return launch
-
-
-def mode_dgpo(mode: str):
-    def launch(ctx: Context) -> dict:
-        return main_ppo(ctx, f"{mode}_dgpo", f"trainer.v1.trainer_mode={mode}", "algorithm.adv_estimator=dgpo",
-                        "trainer.total_training_steps=2")
+        return main_ppo(ctx, f"{mode}_resumed", f"trainer.v1.trainer_mode={mode}", ASYNC_BASE,
+                        f"trainer.save_freq={HALF}", f"trainer.total_training_steps={STRAIGHT}",
+                        "trainer.resume_mode=auto", experiment=f"{mode}_straight")
 
     return launch
 
@@ -288,7 +283,6 @@ LAUNCHES: dict[str, Launch] = {
         Launch("legacy_resumed", legacy_resumed, after="legacy_straight", cost=45),
         *(Launch(f"{m}_straight", mode_straight(m), cost=80) for m in MODES),
         *(Launch(f"{m}_resumed", mode_resumed(m), after=f"{m}_straight", cost=70) for m in MODES),
-        *(Launch(f"{m}_dgpo", mode_dgpo(m), cost=60) for m in MODES),
         Launch("smoke", smoke, cost=100),
         Launch("quick_study", quick_study, cost=110),
     ]
