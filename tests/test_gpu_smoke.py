@@ -252,4 +252,4 @@ def test_cli_exit_codes(tmp_path, capsys):
     (tmp_path / "resume.log").write_text(resumed.replace("clip_ratio:0.03125", "clip_ratio:1.0"))
     assert cli_main(args) == 1 and "smoke verdict: FAIL (truncation)" in capsys.readouterr().out
     assert cli_main(args[:-1] + [str(tmp_path / "missing.log")]) == 2
-    assert "no such file: --resume-log" in capsys.readouterr().err
+    assert "error: argument --resume-log: no such file" in capsys.readouterr().err

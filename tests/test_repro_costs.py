@@ -42,7 +42,7 @@ def test_run_cost_from_the_composed_config(composed):
     assert final.val_per_pass == 32 * (30 + 30 + 40) + 4 * (500 + 272 + 675) and final.ckpt_after == 0
 
 
-def test_plan_costs_cli_keeps_the_launcher_format(capsys):
+def test_plan_costs_cli_keeps_the_launcher_format(capsys, monkeypatch):
     from verl_hadw import cli
 
     assert cli.main(["configs", "--plan", "dgpo", "--only", "dgpo_t1_*"]) == 0
@@ -60,6 +60,10 @@ def test_plan_costs_cli_keeps_the_launcher_format(capsys):
     total = next(line for line in table.splitlines() if line.startswith("TOTAL (3 eval, 2 train)")).split()
     assert total[5:8] == ["460", "117,760", f"{2 * 24 * 2000 + 3 * eval_pass:,}"]
     assert "VERL_HADW_KEEP=all" in table and "12 B/param" in table
-    assert cli.main(["configs", "--plan", "hadw", "--only", "hadw_t1_qwen3_4b_grpo", "--costs", "--keep", "x"]) == 2
-    assert "VERL_HADW_KEEP='x'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as refused:
+        cli.main(["configs", "--plan", "hadw", "--only", "hadw_t1_qwen3_4b_grpo", "--costs", "--keep", "x"])
+    assert refused.value.code == 2 and "error: argument --keep: 'x': use final" in capsys.readouterr().err
+    monkeypatch.setenv("VERL_HADW_KEEP", "x")  # the same mistake in the environment names the variable
+    assert cli.main(["configs", "--plan", "hadw", "--only", "hadw_t1_qwen3_4b_grpo", "--costs"]) == 2
+    assert "error: environment variable VERL_HADW_KEEP: VERL_HADW_KEEP='x'" in capsys.readouterr().err
 

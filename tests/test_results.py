@@ -131,4 +131,4 @@ def test_results_without_metrics_fails_clearly(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "no verl validation metrics (val-core/<data_source>/acc/mean@N)" in err and "empty_run" in err
     assert cli.main(["results", str(tmp_path / "nope"), "--no-plot"]) == 2
-    assert "is not a directory" in capsys.readouterr().err
+    assert "argument RUN_DIR: no such file or directory" in capsys.readouterr().err

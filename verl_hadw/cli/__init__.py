@@ -51,11 +51,19 @@ def _summary(module: str) -> str:
     return doc.split("\n")[0].split(": ", 1)[-1]
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run one subcommand. Only the chosen subcommand's module is imported (after its extra is checked); the
-    others appear in ``--help`` by their docstring's first line."""
-    argv = sys.argv[1:] if argv is None else list(argv)
-    parser = argparse.ArgumentParser(prog="verl-hadw", description=__doc__.split("\n\n")[0])
+class Parser(argparse.ArgumentParser):
+    """argparse, but a refusal is the one line ``verl-hadw <cmd>: error: <message>`` (exit 2), without the usage
+    block above it (``--help`` shows that)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def build_parser(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser | None]:
+    """verl-hadw's parser and the full parser of the subcommand ``argv`` names (None when it names none): only
+    that subcommand's module is imported (after its extra is checked); the others appear in ``--help`` by their
+    docstring's first line."""
+    parser = Parser(prog="verl-hadw", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     chosen = argv[0] if argv and argv[0] in SUBCOMMANDS else None
     for name, (module, extra) in SUBCOMMANDS.items():
@@ -64,8 +72,32 @@ def main(argv: list[str] | None = None) -> int:
             importlib.import_module(f"verl_hadw.cli.{module}").add_subcommand(sub)
         else:
             sub.add_parser(name, help=_summary(module), add_help=False)
-    args = parser.parse_args(argv)
+    return parser, sub.choices.get(chosen)
+
+
+def run(args: argparse.Namespace) -> int:
+    """The subcommand itself, once every argument has passed its checks."""
     return args.func(args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one subcommand. Its arguments are checked first (``verl_hadw.cli.arguments``); a refused argument, or a
+    file error while it runs, ends in one line naming the argument and status 2 (argparse's own refusals exit 2
+    with the same line)."""
+    from verl_hadw.cli.arguments import CommandError, check_arguments, os_error_argument
+
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser, subparser = build_parser(argv)
+    args = parser.parse_args(argv)
+    try:
+        check_arguments(subparser, args)
+        return run(args)
+    except CommandError as exc:
+        message = str(exc)
+    except OSError as exc:
+        message = str(os_error_argument(subparser, args, exc))
+    print(f"{subparser.prog}: error: {' '.join(message.split())}", file=sys.stderr)  # one line, even Hydra's
+    return 2
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@ import numpy as np
 import torch
 from omegaconf import OmegaConf
 
+from verl_hadw.cli.arguments import Number, count
+
 
 def synthetic_batch(rng: np.random.Generator, step: int, prompts: int = 32, group: int = 8, length: int = 16):
     """A verl DataProto for one step: binary rewards, variable response lengths, one padding row."""
@@ -67,6 +69,6 @@ def demo(args: argparse.Namespace) -> int:
 def add_subcommand(sub) -> None:
     p = sub.add_parser("demo", help="push synthetic batches through verl's compute_advantage")
     p.add_argument("--estimator", default="hadw", choices=["hadw", "dgpo", "grpo"])
-    p.add_argument("--steps", type=int, default=12)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--steps", type=count(), default=12)
+    p.add_argument("--seed", type=Number(), default=0)
     p.set_defaults(func=demo)

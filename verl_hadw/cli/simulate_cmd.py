@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import time
 
+from verl_hadw.cli.arguments import Choice, CommandError, Number, OutputDir, count
 from verl_hadw.research.sim.config import SimConfig
 from verl_hadw.research.sim.methods import SUITES, resolve
 
@@ -12,17 +13,19 @@ from verl_hadw.research.sim.methods import SUITES, resolve
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """``verl-hadw simulate`` options ."""
     d = SimConfig()
-    parser.add_argument("--out", default="runs/sim", help="output directory for CSV and PNG (default: runs/sim)")
-    parser.add_argument("--suite", default="all", help=f"one of {', '.join(SUITES)}, or comma-separated method names")
-    parser.add_argument("--seeds", type=int, default=4, help="number of seeds (0..n-1)")
-    parser.add_argument("--steps", type=int, default=d.steps)
-    parser.add_argument("--workers", type=int, default=2, help="processes (1: in this process)")
+    parser.add_argument("--out", default="runs/sim", type=OutputDir(),
+                        help="output directory for CSV and PNG (default: runs/sim)")
+    parser.add_argument("--suite", default="all", type=Choice(lambda: list(SUITES), parse=resolve),
+                        help=f"one of {', '.join(SUITES)}, or comma-separated method names")
+    parser.add_argument("--seeds", type=count(), default=4, help="number of seeds (0..n-1)")
+    parser.add_argument("--steps", type=count(), default=d.steps)
+    parser.add_argument("--workers", type=count(), default=2, help="processes (1: in this process)")
     parser.add_argument("--optimizer", choices=["sgd", "rms"], default=d.optimizer,
                         help="sgd: λ is a step size; rms: scale-invariant like AdamW (a constant factor cancels)")
-    parser.add_argument("--batch-prompts", type=int, default=d.batch_prompts)
-    parser.add_argument("--prompts", type=int, default=d.prompts)
-    parser.add_argument("--lr-prompt", type=float, default=d.lr_prompt)
-    parser.add_argument("--lr-skill", type=float, default=d.lr_skill)
+    parser.add_argument("--batch-prompts", type=count(), default=d.batch_prompts)
+    parser.add_argument("--prompts", type=count(), default=d.prompts)
+    parser.add_argument("--lr-prompt", type=Number(integer=False, above=0), default=d.lr_prompt)
+    parser.add_argument("--lr-skill", type=Number(integer=False, above=0), default=d.lr_skill)
     parser.add_argument("--no-plots", action="store_true")
     parser.add_argument("--quiet", action="store_true", help="no per-run progress lines")
 
@@ -39,6 +42,8 @@ def simulate(args: argparse.Namespace) -> int:
     warnings.filterwarnings("ignore", message=r".* engine is not available", category=UserWarning)
 
     methods = resolve(args.suite)
+    if args.batch_prompts > args.prompts:
+        raise CommandError("argument --batch-prompts", f"{args.batch_prompts} exceeds --prompts ({args.prompts})")
     cfg = replace(SimConfig(), steps=args.steps, optimizer=args.optimizer, batch_prompts=args.batch_prompts,
                   prompts=args.prompts, lr_prompt=args.lr_prompt, lr_skill=args.lr_skill)
     print(f"verl-hadw simulate: {len(methods)} methods × {args.seeds} seeds, {cfg.steps} steps, {cfg.batch_prompts} "

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import warnings
 
+from verl_hadw.cli.arguments import OutputDir
+
 
 def theory(args: argparse.Namespace) -> int:
     from verl_hadw.research.theory_report import theory_report
@@ -17,6 +19,7 @@ def theory(args: argparse.Namespace) -> int:
 
 def add_subcommand(sub) -> None:
     p = sub.add_parser("theory", help="bias theory: the paper's Tables 4-6 and Corollary 1 beside ours, PNG plots")
-    p.add_argument("--out", default="runs/theory", help="directory for bias.png and dgpo_update_magnitude.png")
+    p.add_argument("--out", default="runs/theory", type=OutputDir(),
+                   help="directory for bias.png and dgpo_update_magnitude.png")
     p.add_argument("--no-plots", action="store_true")
     p.set_defaults(func=theory)

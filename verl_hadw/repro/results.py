@@ -99,9 +99,13 @@ def _read_jsonl(path: Path, order: float) -> list[tuple[int, float, str, float]]
                 continue  # a line cut by a crash
             if not isinstance(entry, dict) or "step" not in entry or not isinstance(entry.get("data"), dict):
                 continue
+            step = entry["step"]
+            if isinstance(step, bool) or not isinstance(step, int):
+                raise ResultsError(f"{path}, line {i + 1}: \"step\" is {step!r}, not a whole number (verl's file "
+                                   "logger writes the global step)")
             for key, value in entry["data"].items():
                 if isinstance(value, (int, float)) and not isinstance(value, bool):
-                    rows.append((int(entry["step"]), order + i * 1e-6, key, float(value)))
+                    rows.append((step, order + i * 1e-6, key, float(value)))
     return rows
 
 
@@ -122,14 +126,15 @@ def load_scalars(directory: Path, exclude: Path | None = None):
         return exclude is not None and (p == exclude or exclude in p.parents)
 
     rows: list[tuple[int, float, str, float]] = []
-    event_dirs = sorted({p.parent for p in directory.rglob("events.out.tfevents.*") if not skipped(p)})
+    event_dirs = sorted({p.parent for p in directory.rglob("events.out.tfevents.*") if not skipped(p) and p.is_file()})
     for d in event_dirs:
         rows += _read_tensorboard(d)
+    # regular files only: a directory named x.log is no log, and a FIFO or /dev/zero would never end
     for p in sorted(directory.rglob("*.jsonl")):
-        if not skipped(p):
+        if not skipped(p) and p.is_file():
             rows += _read_jsonl(p, p.stat().st_mtime)
     for p in sorted(list(directory.rglob("*.log")) + list(directory.rglob("*.out"))):
-        if not skipped(p):
+        if not skipped(p) and p.is_file():
             rows += _read_console(p, p.stat().st_mtime)
     frame = pd.DataFrame(rows, columns=["step", "order", "tag", "value"])
     if frame.empty:
