@@ -62,6 +62,24 @@ def test_index_must_be_one_uid_per_row(fn):
         call(fn, rewards, mask, index[:, None])
     with pytest.raises(ValueError, match="index has 7 entries but the batch has 8 rows"):
         call(fn, rewards, mask, list(index[:7]))
+    pairs = [(i // 4, i % 4) for i in range(8)]  # a list of pairs: was a raw index_add_ RuntimeError
+    with pytest.raises(ValueError, match=r"index has shape \(8, 2\) but must be 1-D \(batch,\), one uid per row"):
+        call(fn, rewards, mask, pairs)
+
+
+@BOTH
+def test_fp16_rewards_whose_sum_overflows_are_named_as_such(fn):
+    rewards, mask, index = inputs()
+    rewards = rewards.half()
+    rewards[2, :2] = 40000.0  # each finite in fp16; their sum (80000) is not
+    with pytest.raises(ValueError) as info:
+        call(fn, rewards, mask, index)
+    message = str(info.value)
+    assert "rows [2] are finite but their sum over the response (the score) overflows torch.float16" in message
+    assert "cast token_level_rewards to float32" in message and "non-finite" not in message
+    rewards[2, 0] = float("inf")  # a reward that is itself infinite is still the reward function's
+    with pytest.raises(ValueError, match=r"non-finite \(NaN/Inf\) rewards in rows \[2\]: check the reward function"):
+        call(fn, rewards, mask, index)
 
 
 @BOTH

@@ -18,6 +18,7 @@ PACKAGE = ROOT / "verl_hadw"
 CORE = ["base", "anchor", "core", "hooks"]
 ROOMS = {
     "base": (["verl_hadw", "verl_hadw.errors", "verl_hadw.process_state", "verl_hadw.options", "verl_hadw.groups",
+              "verl_hadw.group_labels",
               "verl_hadw.config_paths", "verl_hadw.console_log", "verl_hadw.plotting", "verl_hadw.verl_trl"], []),
     "anchor": (["verl_hadw.anchor"], ["base"]),
     "core": (["verl_hadw.advantages", "verl_hadw.estimators", "verl_hadw.metrics", "verl_hadw.steps",

@@ -1,8 +1,9 @@
 """Vectorised per-group statistics over verl's uid index, with padding rows excluded.
 
 verl pads a step's batch with rows whose ``response_mask`` is all zero (``padding_utils``); they must not
-count as responses. Every helper here works on the *valid* rows only, grouped as verl's own ``as_torch_index``
-groups the uids (``group_ids``); results for padding rows are zero. No Python loop over rows or groups.
+count as responses. Every helper here works on the *valid* rows only, grouped as verl's own ``grpo`` groups the
+uids, by equal labels (``group_labels.group_ids``); results for padding rows are zero. No Python loop over rows
+or groups.
 """
 
 from __future__ import annotations
@@ -12,18 +13,21 @@ from functools import cached_property
 
 import numpy as np
 import torch
-from verl.utils.groupwise import as_torch_index
+
+from verl_hadw.group_labels import as_labels, group_ids
 
 __all__ = [
     "Batch",
     "check_inputs",
     "prepare_batch",
     "group_ids",
+    "as_labels",
     "group_stats",
     "group_sum",
     "accuracy_of",
     "zero_spread",
     "check_mask_values",
+    "check_finite_sums",
     "check_magnitude",
 ]
 
@@ -124,9 +128,12 @@ def check_inputs(token_level_rewards, response_mask, index) -> None:
         )
     if token_level_rewards.shape[0] and token_level_rewards.shape[1] == 0:
         raise ValueError(f"token_level_rewards has shape {_shape(token_level_rewards)}: response_length is 0")
-    n_index = getattr(index, "shape", None)
+    n_index = getattr(as_labels(index), "shape", None)
     if n_index is not None and len(n_index) != 1:
-        raise ValueError(f"index has shape {tuple(n_index)} but must be 1-D (batch,), one uid per row")
+        raise ValueError(
+            f"index has shape {tuple(n_index)} but must be 1-D (batch,), one uid per row (a uid string or a number; "
+            "not a pair or a list per row)"
+        )
     if len(index) != token_level_rewards.shape[0]:
         raise ValueError(f"index has {len(index)} entries but the batch has {token_level_rewards.shape[0]} rows")
 
@@ -148,6 +155,7 @@ def prepare_batch(
             "the advantage estimator got no 'index': verl passes data.non_tensor_batch['uid'] as the group "
             "index; make sure every row of the batch carries a 'uid'"
         )
+    index = as_labels(index)  # a list becomes one object array: its labels compared by equality, never coerced
     check_inputs(token_level_rewards, response_mask, index)
     n_rows = token_level_rewards.shape[0]
     if n_rows == 0:
@@ -162,8 +170,7 @@ def prepare_batch(
     if not scores.is_floating_point():  # int/bool rewards: exact integer sums, then float
         scores = scores.float()
     if not torch.isfinite(scores).all():
-        bad = rows[~torch.isfinite(scores)][:5].tolist()
-        raise ValueError(f"non-finite (NaN/Inf) rewards in rows {bad}: check the reward function's output")
+        check_finite_sums(token_level_rewards, scores, rows)
     index_valid = index if all_valid else as_valid_index(index, rows)
     gid, n_groups = group_ids(index_valid, scores.device, sorted_ids)
     scores = scores.float()
@@ -181,6 +188,23 @@ def prepare_batch(
         score_mean=score_mean,
         n_rows=n_rows,
     )
+
+
+def check_finite_sums(token_level_rewards: torch.Tensor, scores: torch.Tensor, rows: torch.Tensor) -> None:
+    """Raise for the non-finite ``scores`` (n,) of ``rows``: rewards that are NaN/Inf themselves, or finite rewards
+    whose per-response sum overflows their dtype (two fp16 tokens of 40000). Only on the error path."""
+    bad = ~torch.isfinite(scores)
+    bad_rows = rows[bad]
+    if bool(torch.isfinite(token_level_rewards[bad_rows]).all()):
+        dtype = token_level_rewards.dtype
+        raise ValueError(
+            f"the rewards of rows {bad_rows[:5].tolist()} are finite but their sum over the response (the score) "
+            f"overflows {dtype} (largest finite value {torch.finfo(dtype).max:.6g}): cast token_level_rewards to "
+            "float32 before the advantage (verl's reward is float32 unless the reward code casts it), or rescale "
+            "the reward function's output"
+        )
+    rows_named = bad_rows[:5].tolist()
+    raise ValueError(f"non-finite (NaN/Inf) rewards in rows {rows_named}: check the reward function's output")
 
 
 def check_mask_values(response_mask: torch.Tensor) -> None:
@@ -234,56 +258,6 @@ def group_stats(scores: torch.Tensor, gid: torch.Tensor, n_groups: int):
     mean = group_mean.masked_fill(single, 0.0)
     std = torch.sqrt(var.clamp(min=0.0)).masked_fill(single, 1.0)
     return mean, std, count, group_mean
-
-
-def group_ids(index, device, sorted_ids: bool = True) -> tuple[torch.Tensor, int]:
-    """(n,) contiguous group ids in [0, G) and G: ``torch.unique(as_torch_index(index), return_inverse=True)``.
-
-    verl repeats each prompt's uid over its responses, side by side. Factorising 8192 string uids
-    (``np.unique``: a sort with Python comparisons) costs more than the rest of HA-DW, so each label is
-    compared once with its neighbour (vectorised) and only the first label of each run of equal labels is
-    factorised. Exact for any order: equal labels in separate runs still get one id from ``as_torch_index``.
-
-    ``sorted_ids=False`` is for callers whose results do not depend on how groups are numbered (HA-DW over
-    GRPO: per-group sums run in row order whatever the id): when the runs' labels are distinct non-numeric
-    strings (verl's uuids), the run number is the group id and nothing is sorted.
-    """
-    if isinstance(index, torch.Tensor) or len(index) < 2:
-        return _factorise(index, device)
-    labels = index if isinstance(index, np.ndarray) else np.asarray(index)  # as as_torch_index converts it
-    new_run = labels[1:] != labels[:-1]
-    if not isinstance(new_run, np.ndarray) or new_run.dtype != bool or new_run.shape != (len(labels) - 1,):
-        return _factorise(index, device)  # exotic labels
-    run_of_row = np.empty(len(labels), dtype=np.int64)  # (n,) run number of each row
-    run_of_row[0] = 0
-    np.cumsum(new_run, out=run_of_row[1:])
-    run_labels = labels[np.concatenate(([True], new_run))]  # (R,) the label of each run
-    run_of_row = torch.from_numpy(run_of_row).to(device)
-    if not sorted_ids and _distinct_text(run_labels):
-        return run_of_row, len(run_labels)
-    run_gid, n_groups = _factorise(run_labels, device)
-    return run_gid[run_of_row], n_groups
-
-
-def _factorise(labels, device) -> tuple[torch.Tensor, int]:
-    uniques, gid = torch.unique(as_torch_index(labels, device=device), return_inverse=True)
-    return gid, uniques.numel()
-
-
-def _distinct_text(labels: np.ndarray) -> bool:
-    """All labels are distinct ``str`` that ``as_torch_index`` factorises by equality (not numeric strings,
-    which it groups by their int value)."""
-    if labels.dtype.kind not in "UO":
-        return False
-    values = labels.tolist()
-    if labels.dtype.kind == "O" and set(map(type, values)) != {str}:
-        return False
-    try:
-        labels.astype(np.int64)
-        return False
-    except (TypeError, ValueError, OverflowError):
-        pass
-    return len(set(values)) == len(values)
 
 
 def as_valid_index(index, rows: torch.Tensor):
