@@ -66,6 +66,8 @@ def bad_values(action: argparse.Action, w: dict[str, Path]) -> list[tuple[str, s
         cases.append(("a regular file where a directory is expected", wrap(str(w["text"]))))
     if isinstance(kind, OutputFile) and kind.suffixes:
         cases.append(("a wrong suffix", wrap(str(w["dir"] / "out.txt"))))
+    elif getattr(kind, "suffixes", ()) and w["text"].suffix not in kind.suffixes:
+        cases.append(("an input file of a type it does not read", wrap(str(w["text"]))))
     if isinstance(kind, Number):
         cases += [("not a number", "x"), ("not finite", "nan")]
         if kind.minimum is not None:
@@ -151,6 +153,23 @@ def test_the_sweep_reaches_every_kind():
     seen = {k for name in cli.SUBCOMMANDS for a in valued_actions(cli.build_parser([name])[1]) for k in kinds(a)}
     assert {"input_file", "text_file", "input_dir", "input_path", "output_file", "output_dir", "choice",
             "number", "text"} <= seen
+
+
+@pytest.mark.parametrize("argv, argument", [
+    (["simulate", "--suite", ","], "--suite"),  # names no method at all
+    (["simulate", "--batch-prompts", "64", "--prompts", "32"], "--batch-prompts"),
+    (["configs", "--plan", "hadw", "--costs", "--keep", "0"], "--keep"),
+    (["configs", "--keep", "all"], "--keep"),  # only with --costs: refused, not ignored
+    (["configs", "--with-dirs"], "--with-dirs"),
+    (["data", "--source", "math500="], "--source"),
+    (["study", "--methods", "grpo_lr_phi"], "--methods"),  # needs hadw's Φ
+    (["results", "."], "RUN_DIR"),  # a directory without metrics
+])
+def test_refusals_beside_the_sweep(argv, argument, world, capsys, monkeypatch):
+    monkeypatch.setattr("verl_hadw.research.sim.runner.run_many", None, raising=False)  # nothing may simulate
+    monkeypatch.setattr("verl_hadw.research.study.run_study", None, raising=False)  # nor train
+    code, err = refusal(argv, capsys)
+    assert code == 2 and err.startswith(f"verl-hadw {argv[0]}: error: argument {argument}: ") and err.count("\n") == 1
 
 
 def run_dir(tmp_path: Path, *lines: dict) -> Path:

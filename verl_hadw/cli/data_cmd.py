@@ -10,6 +10,7 @@ from verl_hadw.cli.arguments import Choice, InputPath, OutputDir
 from verl_hadw.repro import data as _data
 from verl_hadw.repro.catalogue import DATASETS, PAPERS, paper_datasets
 from verl_hadw.repro.data import DataSourceError, prepare
+from verl_hadw.repro.data_sources import FILE_KINDS, _file_kind
 
 
 class Source(InputPath):
@@ -17,6 +18,7 @@ class Source(InputPath):
 
     __name__ = "NAME=PATH"
     kinds = ("input_path", "choice")
+    suffixes = (*FILE_KINDS, *(f"{s}.gz" for s in FILE_KINDS))  # a file's; a directory is read as a dataset
 
     def __init__(self):
         super().__init__()
@@ -32,6 +34,10 @@ class Source(InputPath):
         name = value.partition("=")[0].strip()
         if name not in DATASETS:
             return f"{name!r} is no dataset; NAME is one of {', '.join(DATASETS)}"
+        path = Path(self.path_of(value)).expanduser()
+        if path.is_file() and _file_kind(path) is None:
+            return (f"{path}: unsupported file type {''.join(path.suffixes)!r}; use {', '.join(self.suffixes)} or "
+                    "a directory")
         return super().check(self.path_of(value))
 
     def wrap(self, value: str) -> str:

@@ -10,12 +10,20 @@ from verl_hadw.research.sim.config import SimConfig
 from verl_hadw.research.sim.methods import SUITES, resolve
 
 
+def suite(text: str) -> list:
+    """``--suite``: a suite's methods, or the named ones; at least one."""
+    methods = resolve(text)
+    if not methods:
+        raise ValueError(f"{text!r} names no method; suites: {', '.join(SUITES)}")
+    return methods
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """``verl-hadw simulate`` options ."""
     d = SimConfig()
     parser.add_argument("--out", default="runs/sim", type=OutputDir(),
                         help="output directory for CSV and PNG (default: runs/sim)")
-    parser.add_argument("--suite", default="all", type=Choice(lambda: list(SUITES), parse=resolve),
+    parser.add_argument("--suite", default="all", type=Choice(lambda: list(SUITES), parse=suite),
                         help=f"one of {', '.join(SUITES)}, or comma-separated method names")
     parser.add_argument("--seeds", type=count(), default=4, help="number of seeds (0..n-1)")
     parser.add_argument("--steps", type=count(), default=d.steps)
