@@ -263,7 +263,7 @@ class StudyRun:
 
 def quick_study(ctx: Context) -> dict:
     """``verl-hadw study --quick``: hadw, then grpo at HA-DW's measured Φ × lr, one seed, two steps each."""
-    work = ctx.workdir("study")
+    work = ctx.workdir("quick_study")
     out, docs = work / "study", work / "docs"
     cmd = [sys.executable, "-m", "verl_hadw.cli", "study", "--quick", "--out", str(out), "--copy-to", str(docs)]
     code, output = subprocess_lines(ctx, cmd, work)

@@ -80,6 +80,7 @@ class Context:
     assets: str
     gate: StartGate = field(default_factory=StartGate)
     results: dict[str, dict] = field(default_factory=dict)
+    meter: "CpuMeter | None" = None
 
     def workdir(self, name: str) -> Path:
         path = self.root / name
@@ -123,6 +124,47 @@ def chains(launches: dict[str, Launch], names) -> list[list[str]]:
     return sorted(out, key=lambda c: -sum(launches[n].cost for n in c))
 
 
+class CpuMeter:
+    """Core-seconds per launch: every second, the CPU time of each process under a child of the stage, filed under
+    the launch whose folder is that child's working directory (every launch runs in ``<root>/<name>``). What a
+    launch costs on 2 cores, whatever ran beside it (a process that lived under a second is missed)."""
+
+    def __init__(self, root: Path, interval: float = 1.0):
+        self.root, self.interval = root, interval
+        self.seen: dict[str, dict[int, float]] = {}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._sample, name="cpu-meter", daemon=True)
+        self.thread.start()
+
+    def _sample(self) -> None:
+        import psutil
+
+        me = psutil.Process()
+        while not self.stop.wait(self.interval):
+            for child in me.children():
+                try:
+                    name = Path(child.cwd()).name if Path(child.cwd()).parent == self.root else None
+                    tree = [child, *child.children(recursive=True)]
+                except psutil.Error:
+                    continue
+                if name is None:
+                    continue
+                mine = self.seen.setdefault(name, {})
+                for proc in tree:
+                    try:
+                        times = proc.cpu_times()
+                    except psutil.Error:
+                        continue
+                    mine[proc.pid] = max(mine.get(proc.pid, 0.0), times.user + times.system)
+
+    def seconds(self, name: str) -> float:
+        return round(sum(self.seen.get(name, {}).values()), 1)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join()
+
+
 def run_chain(ctx: Context, launches: dict[str, Launch], chain: list[str]) -> None:
     failed = None
     for name in chain:
@@ -136,17 +178,22 @@ def run_chain(ctx: Context, launches: dict[str, Launch], chain: list[str]) -> No
             except BaseException as error:  # noqa: BLE001 (written down for the tests that read this launch)
                 failed = (name, f"{type(error).__name__}: {error}")
                 record = {"status": "error", "error": traceback.format_exc()}
-        record.update(name=name, seconds=round(time.monotonic() - begin, 1), proves=launches[name].proves)
+        cpu = ctx.meter.seconds(name) if ctx.meter is not None else None
+        record.update(name=name, seconds=round(time.monotonic() - begin, 1), cpu_seconds=cpu,
+                      proves=launches[name].proves)
         write_record(ctx.root, name, record)
         print(f"[e2e stage] {name}: {record['status']} in {record['seconds']:.0f} s", flush=True)
 
 
 def run_stage(root: Path, assets: str, launches: dict[str, Launch], names, workers: int = 2) -> None:
     """Run ``names`` (and their sources) into ``root``, ``workers`` chains at a time; a record per launch."""
-    ctx = Context(Path(root), assets)
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="chain") as pool:
-        for future in [pool.submit(run_chain, ctx, launches, chain) for chain in chains(launches, names)]:
-            future.result()
+    ctx = Context(Path(root), assets, meter=CpuMeter(Path(root)))
+    try:
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="chain") as pool:
+            for future in [pool.submit(run_chain, ctx, launches, chain) for chain in chains(launches, names)]:
+                future.result()
+    finally:
+        ctx.meter.close()
 
 
 def read_record(root: Path, name: str) -> dict | None:
@@ -155,16 +202,18 @@ def read_record(root: Path, name: str) -> dict | None:
 
 
 def launch_table(root: Path, names) -> str:
-    """One line per launch: its wall time and status, then the sum."""
-    rows, total = [], 0.0
+    """One line per launch: its wall time, its core-seconds (``CpuMeter``) and status, then the sums."""
+    rows, total, cpu = [], 0.0, 0.0
     for name in names:
         record = read_record(root, name)
         if record is None:
             rows.append(f"  {name:<26} not run")
             continue
         total += record["seconds"]
-        rows.append(f"  {name:<26} {record['seconds']:>6.0f} s  {record['status']}")
-    return "\n".join(rows + [f"  {'(sum of wall times)':<26} {total:>6.0f} s"])
+        cpu += record.get("cpu_seconds") or 0.0
+        rows.append(f"  {name:<26} {record['seconds']:>6.0f} s  {record.get('cpu_seconds') or 0:>6.0f} core-s  "
+                    f"{record['status']}")
+    return "\n".join(rows + [f"  {'(sums)':<26} {total:>6.0f} s  {cpu:>6.0f} core-s"])
 
 
 def workers_from_env() -> int:

@@ -53,7 +53,7 @@ def test_longest_chain_first_two_at_a_time_resumed_after_its_source(tmp_path):
     assert [e for e in log if e[0] == "end"][-1] == ("end", "long_resumed")
     assert len({entry[2] for entry in log if entry[0] == "start"}) == 2
     table = launch_table(tmp_path, names)
-    assert all(f"  {n}" in table for n in names) and "(sum of wall times)" in table
+    assert all(f"  {n}" in table for n in names) and "(sums)" in table and "core-s" in table
 
 
 def test_a_failed_launch_fails_its_readers_with_its_log_and_what_resumes_it(tmp_path):
@@ -88,3 +88,19 @@ def test_stream_hands_over_each_line_and_kills_a_process_that_hangs():
     begin = time.monotonic()
     code, out = stream([sys.executable, "-c", "import time; print('up', flush=True); time.sleep(60)"], timeout=2)
     assert code != 0 and out == "up\n" and time.monotonic() - begin < 30
+
+
+def test_the_meter_files_a_launchs_core_seconds_under_its_name(tmp_path):
+    """A launch's processes run in its folder; the stage adds up their CPU time (the launch table's core-s)."""
+    from verl_hadw.toy.launch import stream
+
+    burn = "import time\nend = time.process_time() + 2.5\nwhile time.process_time() < end: pass\n"
+
+    def start(ctx):
+        code, _ = stream([sys.executable, "-c", burn], cwd=str(ctx.workdir("burn")))
+        return {"code": code}
+
+    run_stage(tmp_path, str(tmp_path), {"burn": Launch("burn", start), "idle": Launch("idle", lambda ctx: {})},
+              ["burn", "idle"], workers=2)
+    assert 1.5 < read_record(tmp_path, "burn")["cpu_seconds"] < 10
+    assert read_record(tmp_path, "idle")["cpu_seconds"] == 0
