@@ -5,6 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 begin=$SECONDS
+busy() { awk '/^cpu /{print $2+$3+$4+$7+$8}' /proc/stat; }  # jiffies the machine's CPUs spent busy (all of them)
+busy0=$(busy)
 bash scripts/install_cpu.sh
 venv=${VERL_HADW_VENV:-.venv}
 export WANDB_MODE=disabled TOKENIZERS_PARALLELISM=false
@@ -13,5 +15,6 @@ export PYTHONFAULTHANDLER=1  # a crash (even at interpreter exit) prints every t
 "$venv/bin/python" -m verl_hadw.cli doctor  # verl sees the estimators (the checkout's own package)
 status=0
 "$venv/bin/python" -m pytest -q -p no:cacheprovider --durations=25 "$@" || status=$?  # the 25 slowest: CI time
-echo "[test_cpu] pytest exit $status; $((SECONDS - begin)) s in all (install, lint, doctor, tests)"
+echo "[test_cpu] pytest exit $status; $((SECONDS - begin)) s in all (install, lint, doctor, tests)," \
+  "$(( ($(busy) - busy0) / $(getconf CLK_TCK) )) core-s busy on $(nproc) CPUs"
 exit "$status"
