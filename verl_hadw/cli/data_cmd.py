@@ -10,7 +10,7 @@ from verl_hadw.cli.arguments import Choice, InputPath, OutputDir
 from verl_hadw.repro import data as _data
 from verl_hadw.repro.catalogue import DATASETS, PAPERS, paper_datasets
 from verl_hadw.repro.data import DataSourceError, prepare
-from verl_hadw.repro.data_sources import FILE_KINDS, _file_kind
+from verl_hadw.repro.data_sources import FILE_KINDS, file_kind
 
 
 class Source(InputPath):
@@ -35,7 +35,7 @@ class Source(InputPath):
         if name not in DATASETS:
             return f"{name!r} is no dataset; NAME is one of {', '.join(DATASETS)}"
         path = Path(self.path_of(value)).expanduser()
-        if path.is_file() and _file_kind(path) is None:
+        if path.is_file() and file_kind(path) is None:
             return (f"{path}: unsupported file type {''.join(path.suffixes)!r}; use {', '.join(self.suffixes)} or "
                     "a directory")
         return super().check(self.path_of(value))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from verl_hadw.repro.catalogue import DATASETS, Dataset
 
-__all__ = ["DataSourceError", "FILE_KINDS", "read_file", "load_records", "check_rows", "offline_help"]
+__all__ = ["DataSourceError", "FILE_KINDS", "file_kind", "read_file", "load_records", "check_rows", "offline_help"]
 
 
 class DataSourceError(RuntimeError):
@@ -24,7 +24,7 @@ class DataSourceError(RuntimeError):
 FILE_KINDS = {".parquet": "parquet", ".jsonl": "jsonl", ".json": "json", ".csv": "csv"}
 
 
-def _file_kind(path: Path) -> str | None:
+def file_kind(path: Path) -> str | None:
     """parquet / jsonl / json / csv for a data file (also gzip-compressed: ``.jsonl.gz``), else None."""
     suffixes = path.suffixes[-2:] if path.suffix == ".gz" else path.suffixes[-1:]
     return FILE_KINDS.get(suffixes[0]) if suffixes and (len(suffixes) == 1 or suffixes[1] == ".gz") else None
@@ -64,7 +64,7 @@ def _json_records(path: Path, split: str | None) -> list[dict]:
 def read_file(path: Path, split: str | None = None) -> list[dict]:
     import pandas as pd
 
-    kind = _file_kind(path)
+    kind = file_kind(path)
     if kind == "parquet":
         frame = pd.read_parquet(path)
     elif kind == "jsonl":
@@ -115,7 +115,7 @@ def _card_files(folder: Path, config: str, split: str) -> list[Path] | None:
 def _split_files(folder: Path, split: str) -> list[Path]:
     """Without a dataset card: the data files of ``split`` (named ``<split>-*`` / ``<split>.*`` or under a
     ``<split>/`` directory; all data files when none is), which must all sit in one directory."""
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and _file_kind(p) and not p.name.startswith("."))
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and file_kind(p) and not p.name.startswith("."))
     if not files:
         raise DataSourceError(f"{folder} holds no .parquet/.jsonl/.json/.csv file (also .gz)")
     named = [p for p in files if re.match(rf"{re.escape(split)}([-_.]|$)", p.name)
