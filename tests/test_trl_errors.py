@@ -133,6 +133,17 @@ def test_nan_rewards_name_the_reward_function(two_rewards):
     assert two_rewards.anchor.state.open_step is None  # nothing observed
 
 
+@pytest.mark.parametrize("column, name", [(0, "accuracy"), (1, "style")])
+def test_infinite_rewards_name_the_reward_function(two_rewards, column, name):
+    rewards = torch.tensor([[1.0, 0.5], [0.0, 0.5], [1.0, 0.5], [0.0, 0.5]] * 2)
+    rewards[6, column] = float("-inf")
+    with pytest.raises(ValueError, match=rf"the reward function '{name}' returned an infinite value \(e.g. -inf\) "
+                                         r"for completions \[6\]") as info:
+        two_rewards.hadw_advantages(rewards, torch.full((8,), 4))
+    assert "finite number" in str(info.value)
+    assert two_rewards.anchor.state.open_step is None  # nothing observed
+
+
 def test_the_accuracy_column_drives_the_anchor_and_the_sum_the_advantage(two_rewards):
     rewards = torch.tensor([[1.0, 0.5], [0.0, 0.5], [1.0, 0.5], [0.0, 0.5]] * 2)
     two_rewards.anchor.start(None)

@@ -106,6 +106,19 @@ def hadw_weights(adv: torch.Tensor, p_hat: torch.Tensor, prior: float, lambda_sc
     return lambda_scale * torch.exp(D * M)  # Eq. 16
 
 
+def _checked_weights(adv: torch.Tensor, p_hat: torch.Tensor, prior: float, lambda_scale: float, key: Key):
+    """``hadw_weights``, or a ValueError when Φ overflows float32 (exp(M) for M ≳ 88: only reward difficulty)."""
+    phi = hadw_weights(adv, p_hat, prior, lambda_scale)
+    if not bool(torch.isfinite(phi).all()):
+        raise ValueError(
+            f"Φ = λ·exp(±|p̂ - C⁻|) overflows float32: p̂ reaches {float(p_hat.abs().max()):.3g} against the "
+            f"anchor C⁻ = {prior:.3g}. With {key('hadw.difficulty_from')}=reward, p̂ and C⁻ are mean "
+            f"rewards: rescale the rewards to order 1, or use difficulty_from=accuracy with success_threshold. "
+            "The anchor did not take this batch."
+        )
+    return phi
+
+
 @dataclass(frozen=True)
 class HadwCall:
     """What one HA-DW call computed: the final advantage, the weights it applied, and the anchor's view."""
@@ -119,14 +132,16 @@ class HadwCall:
 def hadw_call(
     b: Batch, cfg: HadwConfig, dgpo_cfg: DgpoConfig | None, norm_by_std: bool,
     observe: Callable[[float, int], AnchorView], key: Key = verl_key, acc_scores: torch.Tensor | None = None,
-    lengths: torch.Tensor | None = None,
+    lengths: torch.Tensor | None = None, *, preview: Callable[[float, int], AnchorView],
 ) -> HadwCall:
     """One HA-DW call over a GRPO or DGPO base advantage (``dgpo_cfg``: the DGPO options when ``cfg.base=dgpo``).
 
     Final advantage Â_{t,i} · Φ_{t,i}, Φ from the cross-step anchor's prior C_t⁻ (Eqs. 13-16). ``observe(K_t, B_t)``
     hands the anchor this call's Σ accuracy and count and returns its view (the anchor absorbs y_t once per
-    training step, Eqs. 7-12). With ``difficulty_from=reward`` y_t and p̂ are mean rewards instead (the authors'
-    released code). ``acc_scores``/``lengths``: as in ``dgpo_call``.
+    training step, Eqs. 7-12); ``preview(K_t, B_t)`` returns the view ``observe`` would, leaving the anchor as it
+    is. Every check runs on the preview first, so a call that raises never moves the anchor. With
+    ``difficulty_from=reward`` y_t and p̂ are mean rewards instead (the authors' released code).
+    ``acc_scores``/``lengths``: as in ``dgpo_call``.
     """
     by_accuracy = cfg.difficulty_from == "accuracy"
     scores = b.scores if acc_scores is None else acc_scores
@@ -145,14 +160,12 @@ def hadw_call(
     plain_mean = not by_accuracy or (acc_scores is None and cfg.success_threshold is None)
     p_hat = (b.score_mean if plain_mean else group_sum(y, b.gid, b.n_groups) / b.count)[b.gid]
 
-    view = observe(float(y.sum()), int(y.numel()))  # Eq. 7: K_t, B_t
-    phi = hadw_weights(adv, p_hat, view.prior, cfg.lambda_scale)
-    if not bool(torch.isfinite(phi).all()):  # exp(M) overflows for M ≳ 88: only reward difficulty gets there
-        raise ValueError(
-            f"Φ = λ·exp(±|p̂ - C⁻|) overflows float32: p̂ reaches {float(p_hat.abs().max()):.3g} against the "
-            f"anchor C⁻ = {view.prior:.3g}. With {key('hadw.difficulty_from')}=reward, p̂ and C⁻ are mean "
-            f"rewards: rescale the rewards to order 1, or use difficulty_from=accuracy with success_threshold"
-        )
+    counts = float(y.sum()), int(y.numel())  # Eq. 7: K_t, B_t
+    checked = preview(*counts)  # check first: the anchor moves only once nothing can refuse the call
+    phi = _checked_weights(adv, p_hat, checked.prior, cfg.lambda_scale, key)
+    view = observe(*counts)
+    if view.prior != checked.prior:  # a deterministic anchor gives the previewed prior; recompute if not
+        phi = hadw_weights(adv, p_hat, view.prior, cfg.lambda_scale)
     if cfg.normalize_phi:
         phi = phi / phi.mean()
     return HadwCall(advantages=adv * phi, phi=phi, view=view, dgpo_counts=dgpo_counts)  # Eq. 17: Â·Φ

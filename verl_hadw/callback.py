@@ -35,7 +35,7 @@ class HadwCheckpointCallback(CheckpointCallback):
         metrics.enable(config.algorithm)
         self.files = CheckpointFiles(config.trainer, options_of(config.algorithm))
         if self.estimator == "hadw":
-            anchor_client.open_client(self.hadw, self.files)
+            anchor_client.open_client(self.hadw, self.files, owner=config.algorithm)  # the node verl passes
 
     @property
     def restored_step(self) -> int | None:

@@ -89,17 +89,23 @@ def compute_hadw_outcome_advantage(
         step, run = steps.trainer_step(), steps.trainer_run()
         clients = []
 
-        def observe(correct: float, count: int):
+        def client():
             # built on the first call of a run, with the legacy trainer's snapshots as its persistence (None: the
             # v1 callback built it already, or no trainer)
-            client = anchor_client.get_client(cfg, lambda: legacy_snapshots.from_config(config), step, run)
-            clients.append(client)
-            return client.observe(correct=correct, count=count, trainer_step=step)
+            clients.append(anchor_client.get_client(cfg, lambda: legacy_snapshots.from_config(config), step, run,
+                                                    caller=config))
+            return clients[-1]
 
-        call = hadw_call(b, cfg, dgpo_cfg, norm_by_std, observe)
+        def preview(correct: float, count: int):  # checked first: a refused call leaves the anchor as it was
+            return client().preview(correct, count, trainer_step=step)
+
+        def observe(correct: float, count: int):
+            return client().observe(correct=correct, count=count, trainer_step=step)
+
+        call = hadw_call(b, cfg, dgpo_cfg, norm_by_std, observe, preview=preview)
         advantages = _broadcast(call.advantages, b, response_mask)
 
-        metrics.record_hadw(call.view, call.phi, cfg.lambda_scale, recoveries=clients[0].recoveries)
+        metrics.record_hadw(call.view, call.phi, cfg.lambda_scale, recoveries=clients[-1].recoveries)
         if call.dgpo_counts is not None:
             metrics.record_dgpo(call.view.step, call.dgpo_counts)
     return advantages, advantages

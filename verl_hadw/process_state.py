@@ -19,6 +19,8 @@ __all__ = ["ProcessState", "PROCESS", "reset"]
 @dataclass
 class ProcessState:
     anchors: dict[str, Any] = field(default_factory=dict)  # state_key -> anchor.client.AnchorClient
+    # state_key -> [(owner, last step)] of clients another run replaced: a later call of theirs is refused
+    retired_anchors: dict[str, list] = field(default_factory=dict)
     pending_metrics: OrderedDict = field(default_factory=OrderedDict)  # step -> {name: (how, value)}
     metrics_opted_out: bool = False  # algorithm.hadw.log_metrics=false was seen: stay out of verl's Tracking
     last_stateless_step: int = 0  # steps.stateless_step's counter outside a trainer
@@ -31,6 +33,7 @@ class ProcessState:
         (``SkipManager.step``, which the estimators read) if verl is loaded: a fresh process, for tests and
         notebooks. Applied patches stay (see above); the Tracking.log hook stays installed."""
         self.anchors.clear()
+        self.retired_anchors.clear()
         self.pending_metrics.clear()
         self.metrics_opted_out = False
         self.last_stateless_step = 0

@@ -36,6 +36,7 @@ class CheckpointFiles(Persistence):
 
     def load(self, cfg: HadwConfig, step: int | None = None) -> dict | None:
         folder = resolve_resume_dir(self.trainer_config)
+        self.first_step = 1 if folder is None else step_of(folder) + 1  # verl's first step, restored or not
         if folder is None:
             return None  # fresh run: an explicit start
         path = os.path.join(folder, STATE_FILE)

@@ -33,6 +33,9 @@ class Persistence:
     #: ``load`` decides about a resumed run itself (restores, refuses or warns): the client's fresh-start guard
     #: is then not needed.
     handles_resume = False
+    #: the trainer step the run's first estimator call must have, once ``load`` knows it (1 fresh, N + 1 resumed
+    #: from step N); None: unknown. Tells a call of another run of the same state_key (``client.check_one_run``).
+    first_step: int | None = None
 
     def load(self, cfg: HadwConfig, step: int | None) -> dict | None:
         """The state to continue from, or None for a fresh anchor.

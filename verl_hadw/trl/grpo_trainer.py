@@ -121,8 +121,11 @@ class HadwGRPOTrainer(GRPOTrainer):
                         return self.anchor.observe(step, correct, count)
                     return self.anchor.preview(correct, count)  # evaluation: a copy of the anchor observes
 
+                def checked(correct: float, count: int):  # what view() will return, with the anchor left as it is
+                    return self.anchor.peek(step, correct, count) if mode == "train" else view(correct, count)
+
                 call = hadw_call(b, self.hadw_cfg, self.dgpo_cfg, args.norm_by_std(), view, trl_key, acc_scores,
-                                 lengths)
+                                 lengths, preview=checked)
                 adv, step = call.advantages, call.view.step
                 metrics.record_hadw(call.view, call.phi, self.hadw_cfg.lambda_scale)
                 if call.dgpo_counts is not None:
@@ -132,8 +135,19 @@ class HadwGRPOTrainer(GRPOTrainer):
 
     def _scores(self, rewards_per_func: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(B,) the weighted sum of the rewards (TRL's ``sum_then_normalize`` input), and the accuracy reward's
-        column (None: the scores are the accuracy). A completion without a reward is an error naming the function."""
+        column (None: the scores are the accuracy). A completion without a reward (None, NaN) or with an infinite
+        one is an error naming the function."""
         names, index = self.reward_func_names, self.args.accuracy_reward_index
+        infinite = torch.isinf(rewards_per_func)
+        if bool(infinite.any()):
+            funcs = infinite.any(dim=0).nonzero().squeeze(-1).tolist()
+            rows = infinite.any(dim=1).nonzero().squeeze(-1)[:5].tolist()
+            raise ValueError(
+                f"the reward function {' and '.join(repr(names[f]) for f in funcs)} returned an infinite value "
+                f"(e.g. {float(rewards_per_func[infinite][0])}) for completions {rows} of this generation batch: HA-DW "
+                "and DGPO need a finite score for every completion (its group's statistics and the batch accuracy "
+                "include it). Make the reward function return a finite number (e.g. clip it)."
+            )
         missing = torch.isnan(rewards_per_func)
         checks = [(missing.all(dim=1), f"every reward function ({', '.join(repr(n) for n in names)})")]
         if index is not None:

@@ -135,11 +135,16 @@ class TrainerAnchor:
         Persistence.missing(self.cfg, message, *([error] if error else []))
         return None
 
+    def peek(self, step: int, correct: float, count: int) -> AnchorView:
+        """The view ``observe(step, correct, count)`` would return, leaving the anchor as it is (checked first)."""
+        call = self._last[1] + 1 if self._last[0] == step else 0
+        return copy.deepcopy(self.state).observe(step, call, correct, count)
+
     def observe(self, step: int, correct: float, count: int) -> AnchorView:
         """Add one generation batch's Σ accuracy and count at optimizer step ``step``; returns the view."""
         call = self._last[1] + 1 if self._last[0] == step else 0
-        self._last = (step, call)
         view = self.state.observe(step, call, correct, count)
+        self._last = (step, call)
         if view.warn:
             message = frozen_anchor_message(self.cfg.anchor.window, view.posterior, view.batch_acc, trl_key)
             logger.warning(message)
