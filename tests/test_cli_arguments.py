@@ -205,7 +205,18 @@ def test_a_file_error_while_running_names_the_argument(tmp_path, capsys, monkeyp
     monkeypatch.setattr(results_cmd, "plot", refused)
     assert cli.main(["results", str(run), "--plot", str(plot)]) == 2
     err = capsys.readouterr().err
-    assert err == f"verl-hadw results: error: argument --plot: {plot}: Permission denied\n"
+    assert err == f"verl-hadw results: error: argument --plot: writing {plot}: Permission denied\n"
+
+    import pandas as pd
+
+    def full(self, *args, **kwargs):
+        raise OSError(28, "No space left on device")  # a full disk: the error names no file
+
+    monkeypatch.setattr(pd.DataFrame, "to_csv", full)
+    table = tmp_path / "table.csv"
+    assert cli.main(["results", str(run), "--no-plot", "--csv", str(table)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"verl-hadw results: error: argument --csv: writing {table}: No space left on device\n"
 
 
 def test_a_text_config_that_is_no_yaml_mapping_names_config(world, capsys):

@@ -11,6 +11,7 @@ subcommand the wrong inputs of its kind, read off these declarations.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import stat
@@ -262,6 +263,15 @@ class Number(Kind):
 def count(minimum: int = 1) -> Number:
     """A whole number of things (steps, seeds, workers): at least ``minimum``."""
     return Number(integer=True, minimum=minimum)
+
+
+@contextlib.contextmanager
+def writing(argument: str, path):
+    """Writes to the path of ``argument``: an OSError (a full disk has no file name) names the argument."""
+    try:
+        yield
+    except OSError as exc:
+        raise CommandError(f"argument {argument}", f"writing {path}: {exc.strerror or exc}") from None
 
 
 def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:

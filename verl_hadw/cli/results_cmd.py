@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from verl_hadw.cli.arguments import CommandError, InputDir, OutputFile, count
+from verl_hadw.cli.arguments import CommandError, InputDir, OutputFile, count, writing
 from verl_hadw.repro import results as _results
 from verl_hadw.repro.results import ResultsError, RunResult, other_runs_table, paper_tables, read_run, render
 from verl_hadw.repro.results_plot import plot
@@ -32,11 +32,14 @@ def results_main(args: argparse.Namespace) -> int:
         others = other_runs_table(results)
         if others is not None:
             frames.append(others.assign(table="other"))
-        Path(args.csv).parent.mkdir(parents=True, exist_ok=True)
-        pd.concat(frames, ignore_index=True).to_csv(args.csv, index=False)
+        with writing("--csv", args.csv):
+            Path(args.csv).parent.mkdir(parents=True, exist_ok=True)
+            pd.concat(frames, ignore_index=True).to_csv(args.csv, index=False)
         print(f"\n[results] table written to {args.csv}")
     if not args.no_plot:
-        print(f"[results] plot written to {plot(results, args.plot)}")
+        with writing("--plot", args.plot):
+            written = plot(results, args.plot)
+        print(f"[results] plot written to {written}")
     return 0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from verl_hadw.cli.arguments import Choice, CommandError, Number, OutputDir, count
+from verl_hadw.cli.arguments import Choice, CommandError, Number, OutputDir, count, writing
 from verl_hadw.research.sim.config import SimConfig
 from verl_hadw.research.sim.methods import SUITES, resolve
 
@@ -60,7 +60,8 @@ def simulate(args: argparse.Namespace) -> int:
     records = run_many(methods, range(args.seeds), cfg, workers=args.workers,
                        progress=None if args.quiet else (lambda msg: print(msg, flush=True)))
     elapsed = time.perf_counter() - start
-    rows, paths = write_outputs(records, methods, cfg, args.out, plots=not args.no_plots)
+    with writing("--out", args.out):
+        rows, paths = write_outputs(records, methods, cfg, args.out, plots=not args.no_plots)
     print(summary_markdown(rows))
     print()
     print(comparisons_markdown(key_comparisons(records)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import warnings
 
-from verl_hadw.cli.arguments import OutputDir
+from verl_hadw.cli.arguments import OutputDir, writing
 
 
 def theory(args: argparse.Namespace) -> int:
@@ -13,7 +13,9 @@ def theory(args: argparse.Namespace) -> int:
 
     # the λ table imports verl (for the estimator's Φ): silence its optional-engine notices, as pytest.ini does
     warnings.filterwarnings("ignore", message=r".* engine is not available", category=UserWarning)
-    print(theory_report(out_dir=None if args.no_plots else args.out, plots=not args.no_plots))
+    with writing("--out", args.out):
+        report = theory_report(out_dir=None if args.no_plots else args.out, plots=not args.no_plots)
+    print(report)
     return 0
 
 
