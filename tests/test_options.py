@@ -99,6 +99,7 @@ def test_each_estimator_owns_its_options():
         ),
         ({"hadw": {"base": "ppo"}}, "algorithm.hadw.base='ppo' is not valid; choose one of: grpo, dgpo"),
         ({"hadw": {"state_key": ""}}, "algorithm.hadw.state_key must be a non-empty string"),
+        ({"hadw": {"state_key": "exp\udc80"}}, "holds '\\udc80' at position 3, a lone surrogate that is not text"),
         ({"hadw": {"anchor": [1, 2]}}, "algorithm.hadw.anchor must be a mapping"),
         ({"dgpo": {"temperature": 0}}, "algorithm.dgpo.temperature=0.0 is out of range; valid: (0.0, inf]"),
         ({"dgpo": {"dqw": 1}}, "algorithm.dgpo.dqw must be true or false"),
@@ -141,3 +142,40 @@ def test_every_user_option_has_a_doc_and_a_check():
     # hidden fields are not user keys
     with pytest.raises(ConfigError, match="Unknown key 'algorithm.dgpo.norm_adv_by_std'"):
         parse_dgpo({"dgpo": {"norm_adv_by_std": True}})
+
+
+def _declared(cls, prefix):
+    for f in dataclasses.fields(cls):
+        if f.metadata.get("kind") == "section":
+            yield from _declared(f.default_factory, f"{prefix}{f.name}.")
+        elif "kind" in f.metadata:
+            yield prefix + f.name, f
+
+
+VALID = {"number": 0.75, "integer": 3, "flag": True, "threshold": 0.5, "init": 0.25}
+
+
+@pytest.mark.parametrize("section, cls", [("hadw", HadwConfig), ("dgpo", DgpoConfig)])
+def test_numpy_scalars_are_accepted_for_every_option_as_the_value_they_stand_for(section, cls):
+    import numpy as np
+
+    to_numpy = {float: np.float32, int: np.int64, bool: np.bool_, str: np.str_}
+    parse = {"hadw": parse_hadw, "dgpo": parse_dgpo}[section]
+    for path, f in _declared(cls, ""):
+        value = VALID.get(f.metadata["kind"], f.default)
+        if f.metadata["kind"] == "number":
+            value = min(max(value, f.metadata["lo"] + 0.5), f.metadata["hi"])
+        node: dict = {}
+        *parents, leaf = path.split(".")
+        for numpy_form in (to_numpy[type(value)](value), value):
+            inner = node
+            for p in parents:
+                inner = inner.setdefault(p, {})
+            inner[leaf] = numpy_form
+            parsed = parse({section: node})
+            got = parsed
+            for part in path.split("."):
+                got = getattr(got, part)
+            assert got == value and type(got) is type(value), (path, numpy_form, got)
+    assert parse_hadw({"hadw": {"lambda_scale": np.float32(1.3)}}).lambda_scale == 1.3  # the example
+    assert grpo_norm_by_std({"norm_adv_by_std_in_grpo": np.bool_(False)}) is False

@@ -148,3 +148,33 @@ def test_doctor_reports_a_working_install():
     assert "[ok] verl version: 0.9.1" in proc.stdout
     assert "hadw -> verl_hadw.estimators.compute_hadw_outcome_advantage" in proc.stdout
     assert "all good" in proc.stdout
+
+
+def _full_config(**trainer):
+    return OmegaConf.create({"algorithm": {"adv_estimator": "hadw", "hadw": {"state_key": "unsaved"}},
+                             "trainer": {"default_local_dir": "/tmp/unused", "resume_mode": "disable", **trainer}})
+
+
+@pytest.mark.parametrize("trainer, warns", [
+    ({"save_freq": 5}, True),  # v1 (verl's default), checkpoints on, no callback: the anchor is never saved
+    ({"save_freq": 5, "use_v1": True, "checkpoint_callback_class": None}, True),
+    ({"save_freq": -1}, False),  # no checkpoints: nothing to resume from
+    ({"save_freq": 5, "use_v1": False}, False),  # the legacy trainer: the estimator writes snapshots itself
+    ({"save_freq": 5, "checkpoint_callback_class": "verl_hadw.callback.HadwCheckpointCallback"}, False),
+])
+def test_hadw_on_the_v1_trainer_saving_checkpoints_without_the_callback_warns_at_its_first_call(trainer, warns):
+    import warnings
+
+    cfg = _full_config(**trainer)
+    rewards, mask, index = make_inputs([1, 0, 1, 1], ["a", "a", "b", "b"])
+    SkipManager.set_step(1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(2):
+            compute_hadw_outcome_advantage(token_level_rewards=rewards, response_mask=mask, index=index,
+                                           config=cfg.algorithm)
+    said = [str(w.message) for w in caught if "saved in no checkpoint" in str(w.message)]
+    assert len(said) == (1 if warns else 0), said  # once, at the first call
+    if warns:
+        assert "checkpoints every 5 steps (trainer.save_freq)" in said[0]
+        assert "Set trainer.checkpoint_callback_class=verl_hadw.callback.HadwCheckpointCallback" in said[0]

@@ -12,14 +12,19 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
+import logging
 import re
 import warnings
 from typing import Any, Mapping
 
-from verl_hadw.errors import ConfigError, UnusedOptionsWarning
+from verl_hadw.errors import CALLBACK_OVERRIDE, ConfigError, UnusedOptionsWarning
 from verl_hadw.options import DgpoConfig, HadwConfig, algorithm_node
+from verl_hadw.process_state import PROCESS
 
-__all__ = ["check_sections", "unused_options", "warn_unused_options", "check_algorithm", "UnusedOptionsWarning"]
+__all__ = [
+    "check_sections", "unused_options", "warn_unused_options", "check_algorithm", "UnusedOptionsWarning",
+    "unsaved_anchor", "warn_unsaved_anchor",
+]
 
 SECTIONS = {"hadw": HadwConfig, "dgpo": DgpoConfig}
 
@@ -153,3 +158,65 @@ def check_algorithm(algorithm: Any, root: Any = None) -> list[str]:
     the full config; each estimator call runs it on its ``algorithm`` node too, for runs without the callback."""
     check_sections(algorithm, root)
     return warn_unused_options(algorithm)
+
+
+# ------------------------------------------------------------------------------- an anchor nobody saves
+_CALLBACK = CALLBACK_OVERRIDE.split("=", 1)[1]
+
+
+def _trainer_of(algorithm: Any, root: Any = None) -> Any:
+    """verl's ``trainer`` node: ``root.trainer``, or found from the ``algorithm`` node's parent (None: unknown)."""
+    if root is not None:
+        return root.get("trainer") if hasattr(root, "get") else None
+    from omegaconf import DictConfig, OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    if not isinstance(algorithm, DictConfig):
+        return None
+    try:
+        return OmegaConf.select(algorithm, "..trainer", default=None)
+    except OmegaConfBaseException:  # a detached node (unit use)
+        return None
+
+
+def _is_our_callback(name: Any) -> bool:
+    if name == _CALLBACK:
+        return True
+    if not isinstance(name, str) or not name:
+        return False
+    try:  # a subclass of ours saves the anchor too
+        from verl.utils.import_utils import load_class_from_fqn
+
+        mro = load_class_from_fqn(name).__mro__
+    except Exception:  # verl reports a class it cannot load itself
+        return False
+    return any(f"{c.__module__}.{c.__qualname__}" == _CALLBACK for c in mro)
+
+
+def unsaved_anchor(algorithm: Any, root: Any = None) -> str | None:
+    """The warning for an HA-DW run on verl's v1 trainer that saves checkpoints (``trainer.save_freq > 0``) without
+    the checkpoint callback: its anchor is in no checkpoint, so a resume stops for it. None when that is not so."""
+    estimator = algorithm.get("adv_estimator", "gae") if hasattr(algorithm, "get") else None
+    trainer = _trainer_of(algorithm, root)
+    if estimator != "hadw" or trainer is None or not hasattr(trainer, "get"):
+        return None
+    save_freq = trainer.get("save_freq", -1)
+    if trainer.get("use_v1", True) is False or not isinstance(save_freq, int) or save_freq <= 0:
+        return None
+    if _is_our_callback(trainer.get("checkpoint_callback_class", None)):
+        return None
+    return (
+        f"HA-DW runs on verl's v1 trainer with checkpoints every {save_freq} steps (trainer.save_freq) but without "
+        f"the plugin's checkpoint callback: the anchor is saved in no checkpoint, so resuming from one stops for "
+        f"the missing anchor (or starts a fresh one with allow_missing_state). Set {CALLBACK_OVERRIDE}."
+    )
+
+
+def warn_unsaved_anchor(algorithm: Any, root: Any = None) -> str | None:
+    """``unsaved_anchor``, as one ``UserWarning`` per process (the estimator checks it at every call)."""
+    message = unsaved_anchor(algorithm, root)
+    if message is not None and message not in PROCESS.warned:
+        PROCESS.warned.add(message)
+        warnings.warn(message, UserWarning, stacklevel=2)
+        logging.getLogger(__name__).warning(message)
+    return message

@@ -80,6 +80,7 @@ def compute_hadw_outcome_advantage(
     """
     cfg: HadwConfig = parse_hadw(config)
     config_check.check_algorithm(config)  # also without the checkpoint callback: near misses, unused options
+    config_check.warn_unsaved_anchor(config)  # v1 trainer saving checkpoints without the callback: said at once
     metrics.enable(config)  # verl's Tracking.log is wrapped only once an estimator of ours runs
     norm_by_std = grpo_norm_by_std(config)
     with torch.no_grad():

@@ -137,6 +137,7 @@ def _check(value: Any, f: dataclasses.Field, key: str) -> Any:
     """``value`` of option ``f`` (at ``key``) validated against its declaration."""
     m = f.metadata
     kind = m["kind"]
+    value = _plain(value)
     if kind == "flag":
         if not isinstance(value, bool):
             raise ConfigError(f"{key} must be true or false, got {value!r}.")
@@ -148,7 +149,14 @@ def _check(value: Any, f: dataclasses.Field, key: str) -> Any:
     if kind == "text":
         if not isinstance(value, str) or not value.strip():
             raise ConfigError(f"{key} must be a non-empty string, got {value!r}.")
-        return value
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:  # a lone surrogate: Ray, files and logs cannot carry it
+            raise ConfigError(
+                f"{key}={value!r} holds {value[exc.start]!r} at position {exc.start}, a lone surrogate that is not "
+                "text (it cannot be written as UTF-8: Ray names the anchor's actor after it); use plain text."
+            ) from None
+        return str(value)
     if kind == "integer":
         if isinstance(value, bool) or not isinstance(value, int) or value < m["lo"]:
             raise ConfigError(f"{key}={value!r} is out of range; valid: an integer >= {int(m['lo'])}.")
@@ -168,6 +176,18 @@ def _check(value: Any, f: dataclasses.Field, key: str) -> Any:
     if value < m["lo"] or (m["lo_open"] and value == m["lo"]) or value > m["hi"]:
         raise ConfigError(f"{key}={value} is out of range; valid: {_interval(m['lo'], m['hi'], m['lo_open'])}.")
     return value
+
+
+def _plain(value: Any) -> Any:
+    """A numpy scalar (``np.float32(1.3)``, ``np.int64(4)``, ``np.bool_(True)``, ``np.str_``) as the Python value it
+    stands for; anything else as it is. A float32 becomes the shortest decimal that reads back as it (``1.3``, not
+    1.2999999523), the number its user wrote. Without importing numpy (this module is pure Python)."""
+    if type(value).__module__ != "numpy" or not hasattr(value, "item") or getattr(value, "ndim", 0) != 0:
+        return value
+    plain = value.item()
+    if isinstance(plain, float) and math.isfinite(plain):
+        return float(str(value))  # numpy's str of a float scalar: the shortest repr in its own precision
+    return plain
 
 
 def _parse(cls: type, values: Mapping, where: str):
@@ -203,7 +223,7 @@ def _sections() -> dict[str, type]:
 
 def grpo_norm_by_std(config: Any) -> bool:
     """verl's ``algorithm.norm_adv_by_std_in_grpo`` (the GRPO base of HA-DW, and DGPO with ``dgae=false``)."""
-    value = config.get("norm_adv_by_std_in_grpo", True) if hasattr(config, "get") else True
+    value = _plain(config.get("norm_adv_by_std_in_grpo", True) if hasattr(config, "get") else True)
     if not isinstance(value, bool):
         raise ConfigError(f"algorithm.norm_adv_by_std_in_grpo must be true or false, got {value!r}.")
     return value

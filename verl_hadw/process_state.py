@@ -24,19 +24,21 @@ class ProcessState:
     pending_metrics: OrderedDict = field(default_factory=OrderedDict)  # step -> {name: (how, value)}
     metrics_opted_out: bool = False  # algorithm.hadw.log_metrics=false was seen: stay out of verl's Tracking
     last_stateless_step: int = 0  # steps.stateless_step's counter outside a trainer
+    warned: set[str] = field(default_factory=set)  # start-up warnings given once (config_check.warn_unsaved_anchor)
     # cpu.patches applied to verl's code: kept by reset, since a patch cannot be taken back (reapplying it would
     # wrap verl's function twice)
     applied_patches: set[str] = field(default_factory=set)
 
     def reset(self) -> None:
-        """Forget the anchors, buffered metrics, the opt-out and the step counter, and unset verl's step
-        (``SkipManager.step``, which the estimators read) if verl is loaded: a fresh process, for tests and
-        notebooks. Applied patches stay (see above); the Tracking.log hook stays installed."""
+        """Forget the anchors, buffered metrics, the opt-out, the step counter and the warnings given, and unset
+        verl's step (``SkipManager.step``, which the estimators read) if verl is loaded: a fresh process, for tests
+        and notebooks. Applied patches stay (see above); the Tracking.log hook stays installed."""
         self.anchors.clear()
         self.retired_anchors.clear()
         self.pending_metrics.clear()
         self.metrics_opted_out = False
         self.last_stateless_step = 0
+        self.warned.clear()
         skip = sys.modules.get("verl.utils.skip.skip_manager")
         if skip is not None:
             skip.SkipManager.set_step(-1)

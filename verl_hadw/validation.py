@@ -25,6 +25,7 @@ def validate_config(config) -> str:
     parse_hadw(algorithm)
     parse_dgpo(algorithm)
     config_check.check_algorithm(algorithm, config)  # near-miss sections raise; unused options warn
+    config_check.warn_unsaved_anchor(algorithm, config)  # HA-DW checkpoints without the callback: not saved
     check_filter_groups(config)  # HA-DW with DAPO's dynamic sampling: refused (verl_hadw.dynamic_sampling)
     estimator = algorithm.get("adv_estimator", "gae")
     try:
