@@ -190,8 +190,9 @@ def test_callback_construction_is_the_fail_fast_point(tmp_path, override, messag
         HadwCheckpointCallback(cfg)
 
 
-def test_dgpo_runs_need_no_anchor_file(tmp_path):
+def test_dgpo_runs_need_no_anchor_and_record_their_options_only(tmp_path):
     cfg = OmegaConf.merge(config(str(tmp_path), resume=False), {"algorithm": {"adv_estimator": "dgpo"}})
     callback = HadwCheckpointCallback(cfg)
     callback.on_save(trainer=None, global_step=1, checkpoint_dir=str(tmp_path / "global_step_1"))
-    assert not (tmp_path / "global_step_1" / STATE_FILE).exists()
+    saved = json.loads((tmp_path / "global_step_1" / STATE_FILE).read_text())
+    assert saved["state"] is None and saved["options"]["algorithm.adv_estimator"] == "dgpo"  # no anchor

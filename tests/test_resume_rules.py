@@ -40,6 +40,7 @@ def test_every_declared_option_has_exactly_one_rule_and_the_docs_show_the_table(
     declared = _user_keys(HadwConfig, "algorithm.hadw.") + _user_keys(DgpoConfig, "algorithm.dgpo.")
     assert len(declared) == len(_user_keys(HadwConfig, "")) + len(_user_keys(DgpoConfig, ""))
     declared.append("algorithm.norm_adv_by_std_in_grpo")  # verl's key, read by HA-DW's GRPO base
+    declared.append("algorithm.adv_estimator")  # verl's key: the method itself
     assert sorted(RULES) == sorted(declared) == sorted(declared_options()), "classify every option in RULES"
     assert all(rule.kind in (MEANING, TUNING) and rule.why for rule in RULES.values())
     # the issue's examples, and the anchor's tuning knobs the freeze warning points to
@@ -220,3 +221,41 @@ def test_reward_units_accept_any_finite_value_but_not_nan(tmp_path):
     process_state.reset()
     with pytest.raises(AnchorFileError, match=r"prior=nan \(expected a finite number"):
         HadwCheckpointCallback(config(str(tmp_path), resume=True, extra_hadw=reward))
+
+
+# ------------------------------------------------------------------------------------ switching estimator
+def saved_under(tmp_path, estimator: str):
+    """Steps 1-3 with the v1 callback under ``estimator``, saved at step 3."""
+    cfg = OmegaConf.merge(config(str(tmp_path), resume=False), {"algorithm": {"adv_estimator": estimator}})
+    callback = HadwCheckpointCallback(cfg)
+    for step in (1, 2, 3):
+        SkipManager.set_step(step)
+        compute_advantage(batch(step), estimator, config=cfg.algorithm)
+    callback.on_save(trainer=None, global_step=3, checkpoint_dir=str(tmp_path / "global_step_3"))
+    (tmp_path / "global_step_3" / "actor").mkdir()
+    (tmp_path / "latest_checkpointed_iteration.txt").write_text("3")
+    process_state.reset()
+
+
+@pytest.mark.parametrize("before, after", [("hadw", "dgpo"), ("dgpo", "hadw"), ("grpo", "hadw"), ("hadw", "grpo")])
+def test_switching_estimator_on_resume_is_refused_saying_so(tmp_path, before, after):
+    saved_under(tmp_path, before)
+    resumed = OmegaConf.merge(config(str(tmp_path), resume=True), {"algorithm": {"adv_estimator": after}})
+    with pytest.raises(ResumeConflictError) as info:
+        HadwCheckpointCallback(resumed)
+    message = str(info.value)
+    assert f"algorithm.adv_estimator: {before!r} -> {after!r} (the method" in message, message
+    assert f"set them back (algorithm.adv_estimator={before})" in message  # verl's own key: no "+"
+    assert "was not written with" not in message and "allow_missing_state=true" in message
+
+
+def test_the_same_estimator_resumes_and_dgpo_records_its_options(tmp_path):
+    saved_under(tmp_path, "dgpo")
+    saved = json.loads((tmp_path / "global_step_3" / STATE_FILE).read_text())
+    assert saved["state"] is None and saved["options"]["algorithm.adv_estimator"] == "dgpo"
+    resumed = OmegaConf.merge(config(str(tmp_path), resume=True), {"algorithm": {"adv_estimator": "dgpo"}})
+    HadwCheckpointCallback(resumed)  # no error: same estimator
+    # the way out for dgpo -> hadw: a fresh anchor, on purpose
+    (tmp_path / "global_step_3" / STATE_FILE).unlink()
+    cfg = OmegaConf.merge(config(str(tmp_path), resume=True, extra_hadw={"allow_missing_state": True}))
+    assert HadwCheckpointCallback(cfg).restored_step is None

@@ -20,7 +20,7 @@ import torch
 from trl import GRPOConfig
 from trl_helpers import accuracy, config, trainer
 
-from verl_hadw.anchor.compatibility import NORM_BY_STD, declared_options, options_of
+from verl_hadw.anchor.compatibility import ADV_ESTIMATOR, NORM_BY_STD, declared_options, options_of
 from verl_hadw.anchor.file_format import STATE_FILE
 from verl_hadw.errors import AnchorFileError, ConfigError, MissingAnchorStateError, ResumeConflictError
 from verl_hadw.trl import HadwGRPOConfig, HadwGRPOTrainer
@@ -41,7 +41,8 @@ def refused(match: str, **overrides):
 # ------------------------------------------------------------------------------------------------ options
 def test_every_declared_option_is_a_field_with_its_default_and_doc():
     fields = {f.name: f for f in dataclasses.fields(HadwGRPOConfig)}
-    expected = {k[len("algorithm."):].replace(".", "_") for k in declared_options() if k != NORM_BY_STD}
+    verls_own = (NORM_BY_STD, ADV_ESTIMATOR)  # verl's keys: TRL's scale_rewards and its own adv_estimator field
+    expected = {k[len("algorithm."):].replace(".", "_") for k in declared_options() if k not in verls_own}
     assert set(declared_fields()) == expected and expected <= set(fields)
     for name, (path, declaration) in declared_fields().items():
         assert fields[name].default == declaration.default, name
@@ -248,3 +249,17 @@ def test_the_docs_show_the_loss_type_table_and_every_field():
     assert loss_type_table() in page and fields_table() in page, regenerate  # generated from the declarations
     for name in ("adv_estimator", "accuracy_reward_index"):
         assert f"`{name}`" in page, name
+
+
+@pytest.mark.parametrize("before, after", [("hadw", "dgpo"), ("dgpo", "hadw")])
+def test_switching_estimator_on_resume_is_refused_naming_the_field(tmp_path, before, after):
+    t = trainer(config(tmp_path, adv_estimator=before, save_strategy="steps", save_steps=1, max_steps=1))
+    t.train()
+    folder = tmp_path / "checkpoint-1"
+    saved = json.loads((folder / STATE_FILE).read_text())
+    assert (saved["state"] is None) == (before == "dgpo")  # DGPO records its options only
+    with pytest.raises(ResumeConflictError) as info:
+        trainer(config(tmp_path, adv_estimator=after)).train(resume_from_checkpoint=str(folder))
+    message = str(info.value)
+    assert f"adv_estimator: {before!r} -> {after!r} (the method" in message and "algorithm." not in message
+    assert f"set them back (adv_estimator={before})" in message

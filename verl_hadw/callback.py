@@ -8,7 +8,9 @@ it loads its own checkpoint. That makes the constructor the plugin's fail-fast p
 2. build the HA-DW anchor's client with the v1 persistence back-end (``anchor.checkpoint_files``), which
    restores the anchor from the ``global_step_N`` folder verl resumes from.
 
-``on_save`` hands the anchor to that back-end, which writes it into each ``global_step_N`` folder atomically.
+``on_save`` hands the anchor to that back-end, which writes it into each ``global_step_N`` folder atomically;
+under another estimator (``dgpo``) the file records the run's options only, and a resume checks them: switching
+estimator on resume is refused (``anchor.compatibility``), as is resuming another estimator from an HA-DW checkpoint.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ class HadwCheckpointCallback(CheckpointCallback):
         self.files = CheckpointFiles(config.trainer, options_of(config.algorithm))
         if self.estimator == "hadw":
             anchor_client.open_client(self.hadw, self.files, owner=config.algorithm)  # the node verl passes
+        else:  # a resume from a checkpoint trained under another estimator (HA-DW's anchor) is refused
+            self.files.check_estimator()
 
     @property
     def restored_step(self) -> int | None:
@@ -43,6 +47,7 @@ class HadwCheckpointCallback(CheckpointCallback):
         return self.files.restored_step
 
     def on_save(self, trainer, global_step: int, checkpoint_dir: str, async_save: bool = False, **kwargs) -> None:
-        if self.estimator == "hadw":  # the anchor's current state, through the back-end it was restored with
-            state = anchor_client.state_dict(self.hadw)
-            self.files.on_checkpoint(global_step, self.hadw.state_key, state, checkpoint_dir)
+        # the anchor's current state, through the back-end it was restored with; other estimators record their
+        # options only, so that a resume under another estimator is told what the checkpoint was trained with
+        state = anchor_client.state_dict(self.hadw) if self.estimator == "hadw" else None
+        self.files.on_checkpoint(global_step, self.hadw.state_key, state, checkpoint_dir)

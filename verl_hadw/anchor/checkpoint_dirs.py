@@ -81,8 +81,9 @@ def earlier_valid_checkpoint(folder: str, step: int | None = None, prefix: str =
         if k >= step or (needs is not None and not os.path.isdir(os.path.join(candidate, needs))):
             continue
         try:
-            read_state_file(os.path.join(candidate, STATE_FILE), k)
+            saved = read_state_file(os.path.join(candidate, STATE_FILE), k)
         except ValueError:
             continue
-        return candidate
+        if saved["state"] is not None:  # an options-only file (another estimator) holds no anchor
+            return candidate
     return None

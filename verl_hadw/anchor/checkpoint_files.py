@@ -14,7 +14,7 @@ import os
 
 from verl_hadw.anchor.checkpoint_dirs import earlier_valid_checkpoint, resolve_resume_dir, step_of
 from verl_hadw.anchor.file_format import STATE_FILE, payload, read_state_file, write_state_file
-from verl_hadw.anchor.persistence import Persistence, continue_under
+from verl_hadw.anchor.persistence import Persistence, check_saved_options, continue_under
 from verl_hadw.errors import ALLOW_MISSING_STATE, CALLBACK_OVERRIDE, AnchorFileError, MissingAnchorStateError
 from verl_hadw.options import HadwConfig
 
@@ -70,7 +70,30 @@ class CheckpointFiles(Persistence):
         )
         self.missing(cfg, f"{message}. Ways out: resume from {where}; or {ALLOW_MISSING_STATE}.", error)
 
-    def on_checkpoint(self, step: int, key: str, state: dict, folder: str) -> None:
+    def check_estimator(self) -> None:
+        """For a run without an anchor (another estimator): the checkpoint it resumes from must not have been
+        trained under another estimator (e.g. HA-DW, whose anchor it would drop). Its file (an anchor, or the
+        options-only file such a run writes) goes through the resume rules; without one there is nothing to check."""
+        folder = resolve_resume_dir(self.trainer_config)
+        path = None if folder is None else os.path.join(folder, STATE_FILE)
+        if path is None or not os.path.lexists(path):
+            return
+        try:
+            saved, problem = read_state_file(path, step_of(folder)), None
+        except ValueError as exc:
+            problem = str(exc)
+        if problem is not None:
+            raise AnchorFileError(
+                f"cannot tell which estimator {folder} was trained with: {path} {problem}. Ways out: resume from "
+                f"another checkpoint (trainer.resume_mode=resume_path), or move {path} away if it is not this run's."
+            )
+        check_saved_options(saved, self.options, path)
+
+    def on_checkpoint(self, step: int, key: str, state: dict | None, folder: str) -> None:
+        """Write the anchor into ``folder``; ``state`` None: a run without an anchor records its options only."""
+        if state is None:
+            write_state_file(os.path.join(folder, STATE_FILE), payload(step, key, None, self.options))
+            return
         if state["open_step"] not in (None, step):
             logger.warning(f"saving anchor at verl step {step} but the anchor's last step is {state['open_step']}")
         write_state_file(os.path.join(folder, STATE_FILE), payload(step, key, state, self.options))

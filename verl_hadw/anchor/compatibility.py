@@ -29,13 +29,17 @@ from typing import Any, Callable
 from verl_hadw.errors import ALLOW_MISSING_STATE, ResumeConflictError
 from verl_hadw.options import DgpoConfig, HadwConfig, grpo_norm_by_std, parse_dgpo, parse_hadw
 
-__all__ = ["MEANING", "TUNING", "Rule", "RULES", "options_of", "declared_options", "check_resume", "rules_table"]
+__all__ = [
+    "MEANING", "TUNING", "ADV_ESTIMATOR", "Rule", "RULES", "options_of", "declared_options", "check_resume",
+    "rules_table",
+]
 
 logger = logging.getLogger(__name__)
 
 MEANING, TUNING = "meaning", "tuning"
 HADW, ANCHOR, DGPO = "algorithm.hadw.", "algorithm.hadw.anchor.", "algorithm.dgpo."
 NORM_BY_STD = "algorithm.norm_adv_by_std_in_grpo"  # verl's key; HA-DW's GRPO base (and DGPO's with dgae=false)
+ADV_ESTIMATOR = "algorithm.adv_estimator"  # verl's key: which method the checkpoint was trained with
 STATE_KEY = HADW + "state_key"
 
 
@@ -73,6 +77,8 @@ class Rule:
 
 
 RULES: dict[str, Rule] = {
+    ADV_ESTIMATOR: Rule(MEANING, "the method (hadw, dgpo, ...): a switch would drop a saved HA-DW anchor, or start "
+                        "HA-DW mid-run from a checkpoint that has none"),
     HADW + "lambda_scale": Rule(MEANING, "λ_scale of Eq. 16 scales every weight Φ: another objective"),
     HADW + "state_key": Rule(TUNING, "a name: the saved anchor is restored under the new one"),
     HADW + "success_threshold": Rule(
@@ -127,7 +133,7 @@ def _user_fields(cls: type, prefix: str) -> dict[str, dataclasses.Field]:
 def declared_options() -> list[str]:
     """Every option a user can set that reaches HA-DW: ``algorithm.hadw.*``, ``algorithm.dgpo.*`` and verl's
     ``algorithm.norm_adv_by_std_in_grpo``, as flat keys."""
-    return [*_user_fields(HadwConfig, HADW), *_user_fields(DgpoConfig, DGPO), NORM_BY_STD]
+    return [ADV_ESTIMATOR, *_user_fields(HadwConfig, HADW), *_user_fields(DgpoConfig, DGPO), NORM_BY_STD]
 
 
 def options_of(algorithm: Any) -> dict[str, Any]:
@@ -141,6 +147,8 @@ def options_of(algorithm: Any) -> dict[str, Any]:
                 value = getattr(value, part)
             out[key] = value
     out[NORM_BY_STD] = grpo_norm_by_std(algorithm)
+    estimator = algorithm.get("adv_estimator", "gae") if hasattr(algorithm, "get") else None
+    out[ADV_ESTIMATOR] = str(estimator) if estimator is not None else None
     return out
 
 
@@ -171,7 +179,8 @@ def check_resume(saved: dict, recorded_all: bool, now: dict, path: str, other_ke
             changed.append(change if used else f"{change} (not used by either run)")
     if refused:
         lines = "; ".join(f"{change} ({rule.why})" for _, change, rule in refused)
-        set_back = " ".join(f"+{key}={_override(saved[key])}" for key, _, _ in refused)
+        set_back = " ".join(f"{'' if key == ADV_ESTIMATOR else '+'}{key}={_override(saved[key])}"
+                            for key, _, _ in refused)  # verl's own keys exist: no "+"
         raise ResumeConflictError(
             f"cannot resume from {path}: it was saved under other options that change the meaning of the anchor "
             f"or the method being trained: {lines}. Ways out: set them back ({set_back}); or, to change them on "

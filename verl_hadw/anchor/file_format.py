@@ -39,6 +39,7 @@ _STATE_FIELDS = {f.name for f in dataclasses.fields(AnchorState)} | {"schema_ver
 # the top-level keys this version writes (the last by the legacy back-end); others are a newer version's
 PAYLOAD_KEYS = ("global_step", "state_key", "options", "state", "replaces_data_pt_mtime_ns")
 _DIFFICULTY_FROM = "algorithm.hadw.difficulty_from"
+_ESTIMATOR = "algorithm.adv_estimator"
 
 
 def payload(step: int, key: str, state: dict, options: dict) -> dict:
@@ -156,8 +157,27 @@ def read_json(raw: bytes):
         raise ValueError(f"is not valid JSON, truncated or corrupt ({exc})") from exc
 
 
+def _options_only(saved: dict) -> bool:
+    """A file of a run without an anchor (another estimator, with the checkpoint callback): ``state`` is null and
+    the options name an estimator other than hadw."""
+    options = saved.get("options")
+    return isinstance(options, dict) and options.get(_ESTIMATOR) not in (None, "hadw")
+
+
+def _checked_options_only(saved: dict, step: int) -> dict:
+    if not _is_int(saved["global_step"], 1) or not isinstance(saved["state_key"], str):
+        raise ValueError(f"has invalid fields: global_step={saved['global_step']!r}, state_key={saved['state_key']!r}")
+    if saved["global_step"] != step:
+        raise ValueError(
+            f"belongs to step {saved['global_step']} but verl resumes from step {step}: the file was copied from "
+            "another checkpoint"
+        )
+    return saved
+
+
 def read_state_file(path: str, step: int) -> dict:
-    """The checked payload of ``path`` for a resume from ``global_step_{step}``.
+    """The checked payload of ``path`` for a resume from ``global_step_{step}``. Its ``state`` is null only in the
+    options-only file of a run under another estimator (``payload(..., state=None, ...)``).
 
     Raises ValueError saying what is wrong with the file (the caller adds the path and the ways out).
     """
@@ -169,6 +189,8 @@ def read_state_file(path: str, step: int) -> dict:
         raise ValueError(f"holds {_JSON_TYPES.get(type(saved), 'null')} where an object is expected")
     missing = sorted({"global_step", "state_key", "state"} - saved.keys())
     state = saved.get("state")
+    if not missing and state is None and _options_only(saved):
+        return _checked_options_only(saved, step)
     if not missing and not isinstance(state, dict):
         raise ValueError(f"has a 'state' that is not an object ({state!r:.60})")
     version = state.get("schema_version") if isinstance(state, dict) else None

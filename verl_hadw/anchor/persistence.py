@@ -17,12 +17,12 @@ from __future__ import annotations
 import dataclasses
 import logging
 
-from verl_hadw.anchor.compatibility import STATE_KEY, anchor_options, check_resume
+from verl_hadw.anchor.compatibility import ADV_ESTIMATOR, STATE_KEY, anchor_options, check_resume
 from verl_hadw.anchor.file_format import PAYLOAD_KEYS
 from verl_hadw.errors import FRESH_ANCHOR_WARNING, MissingAnchorStateError
 from verl_hadw.options import HadwConfig
 
-__all__ = ["Persistence", "continue_under"]
+__all__ = ["Persistence", "continue_under", "check_saved_options"]
 
 logger = logging.getLogger(__name__)
 
@@ -72,13 +72,8 @@ def continue_under(saved: dict, cfg: HadwConfig, options: dict, path: str) -> di
     A smaller window trims the kept history to ``window + 1`` values (only those are ever read); a larger one
     keeps what was saved and fills up as steps commit.
     """
+    check_saved_options(saved, options, path)
     state = dict(saved["state"])
-    recorded_all = state["schema_version"] != 1
-    if recorded_all:
-        recorded = dict(saved["options"])
-    else:  # schema 1 recorded the anchor options and the state key only
-        recorded = {**anchor_options(state["config"]), STATE_KEY: saved["state_key"]}
-    check_resume(recorded, recorded_all, options, path, sorted(saved.keys() - set(PAYLOAD_KEYS)))
     current = cfg.anchor
     keep = current.window + 1  # what AnchorState keeps: m values for σ_t, one more for the freeze check
     state.update(
@@ -87,3 +82,21 @@ def continue_under(saved: dict, cfg: HadwConfig, options: dict, path: str) -> di
         accuracies=state["accuracies"][-keep:],
     )
     return state
+
+
+def check_saved_options(saved: dict, options: dict, path: str) -> None:
+    """Apply the resume rules (``compatibility``) to the checked payload ``saved`` of ``path`` against this run's
+    ``options``: a changed meaning (the estimator included) raises ``ResumeConflictError``, tuning warns.
+
+    A file with an anchor state was written by HA-DW, whether or not it records ``algorithm.adv_estimator`` (files
+    of older versions do not); an options-only file (``state: null``) records the estimator that wrote it.
+    """
+    state = saved["state"]
+    recorded_all = state is None or state["schema_version"] != 1
+    if recorded_all:
+        recorded = dict(saved["options"])
+    else:  # schema 1 recorded the anchor options and the state key only
+        recorded = {**anchor_options(state["config"]), STATE_KEY: saved["state_key"]}
+    if state is not None:
+        recorded.setdefault(ADV_ESTIMATOR, "hadw")
+    check_resume(recorded, recorded_all, options, path, sorted(saved.keys() - set(PAYLOAD_KEYS)))

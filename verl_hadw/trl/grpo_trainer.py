@@ -28,7 +28,7 @@ from verl_hadw.anchor.compatibility import options_of
 from verl_hadw.errors import ConfigError
 from verl_hadw.groups import prepare_batch
 from verl_hadw.trl.grpo_config import HadwGRPOConfig, trl_key
-from verl_hadw.trl.trainer_anchor import AnchorCheckpointCallback, TrainerAnchor
+from verl_hadw.trl.trainer_anchor import AnchorCheckpointCallback, OptionsRecord, TrainerAnchor
 
 __all__ = ["HadwGRPOTrainer"]
 
@@ -54,20 +54,21 @@ class HadwGRPOTrainer(GRPOTrainer):
                 f"accuracy_reward_index={index} is out of range: there are {len(names)} reward function(s) "
                 f"({', '.join(f'{i}: {n}' for i, n in enumerate(names))}); valid: 0..{len(names) - 1} or None."
             )
-        self.anchor = None
-        if args.adv_estimator == "hadw":
-            self.anchor = TrainerAnchor(self.hadw_cfg, options_of(args.algorithm_node()))
-            self.add_callback(AnchorCheckpointCallback(self.anchor))
+        options = options_of(args.algorithm_node())
+        self.anchor = TrainerAnchor(self.hadw_cfg, options) if args.adv_estimator == "hadw" else None
+        # what each checkpoint records and a resume checks: the anchor, or (DGPO) the run's options only
+        self._record = self.anchor if self.anchor is not None else OptionsRecord(self.hadw_cfg.state_key, options)
+        self.add_callback(AnchorCheckpointCallback(self._record))
         self._gathered_rewards: torch.Tensor | None = None
 
     def train(self, resume_from_checkpoint=None, *args, **kwargs):
         """TRL's ``train``, with the HA-DW anchor started first: fresh, or restored from the checkpoint TRL resumes
-        from (``True``: the last one in ``output_dir``, as TRL finds it)."""
-        if self.anchor is not None:
-            folder = resume_from_checkpoint
-            if folder is True:
-                folder = get_last_checkpoint(self.args.output_dir)  # None: TRL itself raises "no valid checkpoint"
-            self.anchor.start(folder or None)
+        from (``True``: the last one in ``output_dir``, as TRL finds it). Under DGPO the checkpoint's estimator is
+        checked instead (one trained under HA-DW is refused)."""
+        folder = resume_from_checkpoint
+        if folder is True:
+            folder = get_last_checkpoint(self.args.output_dir)  # None: TRL itself raises "no valid checkpoint"
+        self._record.start(folder or None)  # the anchor restored, or (DGPO) the checkpoint's estimator checked
         return super().train(resume_from_checkpoint, *args, **kwargs)
 
     # ------------------------------------------------------------------------------------- TRL's two taps

@@ -29,7 +29,7 @@ from verl_hadw.anchor.checkpoint_dirs import earlier_valid_checkpoint
 from verl_hadw.anchor.compatibility import NORM_BY_STD, declared_options
 from verl_hadw.anchor.file_format import STATE_FILE, payload, read_bounded, read_json, read_state_file, write_state_file
 from verl_hadw.anchor.machine import AnchorState, AnchorView
-from verl_hadw.anchor.persistence import Persistence, continue_under
+from verl_hadw.anchor.persistence import Persistence, check_saved_options, continue_under
 from verl_hadw.errors import (
     ALLOW_MISSING_STATE,
     AnchorFileError,
@@ -40,7 +40,7 @@ from verl_hadw.errors import (
 from verl_hadw.options import HadwConfig
 from verl_hadw.trl.grpo_config import trl_key
 
-__all__ = ["TrainerAnchor", "AnchorCheckpointCallback", "trl_words", "checkpoint_step"]
+__all__ = ["TrainerAnchor", "OptionsRecord", "AnchorCheckpointCallback", "trl_words", "checkpoint_step"]
 
 logger = logging.getLogger(__name__)
 _FRESH = "set hadw_allow_missing_state=True to continue with a fresh anchor"
@@ -166,10 +166,40 @@ class TrainerAnchor:
         write_state_file(os.path.join(folder, STATE_FILE), payload(step, self.cfg.state_key, state, self.options))
 
 
-class AnchorCheckpointCallback(TrainerCallback):
-    """Writes the anchor into every ``checkpoint-N`` folder TRL saves (the process that saves, ``should_save``)."""
+class OptionsRecord:
+    """A TRL run without an anchor (``adv_estimator="dgpo"``): each checkpoint records its options (an anchor file
+    with ``state: null``), and a resume checks the checkpoint's: one trained under HA-DW (or another method) is
+    refused by the resume rules, as it is in verl."""
 
-    def __init__(self, anchor: TrainerAnchor):
+    def __init__(self, key: str, options: dict):
+        self.key, self.options = key, options
+
+    def start(self, checkpoint: str | None) -> None:
+        step = checkpoint_step(checkpoint) if checkpoint is not None else None
+        path = None if not step else os.path.join(checkpoint, STATE_FILE)
+        if path is None or not os.path.lexists(path):
+            return  # a fresh start, or a checkpoint that records nothing to compare
+        try:
+            saved = read_state_file(path, step)
+        except ValueError as exc:
+            raise AnchorFileError(
+                f"cannot tell which estimator {checkpoint} was trained with: {path} {trl_words(str(exc))}. Ways "
+                f"out: resume from another checkpoint, or move {path} away if it is not this run's."
+            ) from None
+        try:
+            check_saved_options(saved, self.options, path)
+        except ResumeConflictError as exc:
+            raise ResumeConflictError(trl_words(str(exc))) from None
+
+    def save(self, folder: str, step: int) -> None:
+        write_state_file(os.path.join(folder, STATE_FILE), payload(step, self.key, None, self.options))
+
+
+class AnchorCheckpointCallback(TrainerCallback):
+    """Writes the anchor (or, without one, the run's options: ``OptionsRecord``) into every ``checkpoint-N`` folder
+    TRL saves (the process that saves, ``should_save``)."""
+
+    def __init__(self, anchor: TrainerAnchor | OptionsRecord):
         self.anchor = anchor
 
     def on_save(self, args, state, control, **kwargs):
