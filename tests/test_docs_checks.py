@@ -109,7 +109,7 @@ def check_python(args: list[str]) -> None:
     if args[0] == "-c":
         return check_python_code(args[1])
     if args[0] != "-m":
-        assert re.fullmatch(r"(benchmarks|scripts|examples)/\S+\.py", args[0]), f"python {args[0]}: not ours"
+        assert re.fullmatch(r"(benchmarks|scripts|examples|tests)/\S+\.py", args[0]), f"python {args[0]}: not ours"
         return check_script(args[0], args[1:])
     module, rest = args[1], args[2:]
     modules = {"pytest": check_pytest, "verl.trainer.main_ppo": check_main_ppo, "verl_hadw.cli": check_cli,
