@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["own_process"]  # tests that start a Ray driver run in a child pytest
+
 
 @pytest.fixture(autouse=True)
 def _fresh_process_state():

@@ -22,7 +22,7 @@ from verl_hadw.callback import HadwCheckpointCallback
 from verl_hadw.errors import ConfigError, MissingAnchorStateError
 from verl_hadw.options import parse_hadw
 
-pytestmark = pytest.mark.slow  # Ray / fake-cluster shells: tens of seconds
+pytestmark = [pytest.mark.slow, pytest.mark.ray_driver]  # Ray: tens of seconds, in a child pytest (own_process.py)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

@@ -34,7 +34,7 @@ from verl_hadw.anchor.file_format import STATE_FILE  # noqa: E402
 from verl_hadw.anchor.stores import AnchorService, actor_name, wait_until_released  # noqa: E402
 from verl_hadw.options import AnchorConfig, parse_hadw  # noqa: E402
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.ray_driver]  # a Ray driver: a child pytest (tests/own_process.py)
 
 NAMESPACE = "verl-hadw-cluster-test"  # every driver joins it: names are the only thing keeping anchors apart
 ANCHOR = {"eta": 3.0, "window": 4}

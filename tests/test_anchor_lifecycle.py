@@ -14,7 +14,7 @@ from verl_hadw.anchor.stores import LocalStore, RayStore, actor_name
 from verl_hadw.errors import AnchorActorError
 from verl_hadw.options import parse_hadw
 
-pytestmark = pytest.mark.slow  # real Ray: tens of seconds
+pytestmark = [pytest.mark.slow, pytest.mark.ray_driver]  # real Ray: tens of seconds, in a child pytest (own_process.py)
 
 
 def start_ray():

@@ -22,7 +22,7 @@ from verl_hadw.anchor import client as anchor_client
 from verl_hadw.anchor.stores import actor_name
 from verl_hadw.options import AnchorConfig, parse_hadw
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.ray_driver]  # a Ray driver: a child pytest (tests/own_process.py)
 
 STEPS = 10_000
 WARMUP = 1_000  # RSS is compared between the end of the warm-up and the end of the soak

@@ -1,0 +1,140 @@
+"""Tests that hold a Ray driver run in a pytest process of their own (``@pytest.mark.ray_driver``).
+
+Why: ``ray.shutdown()`` leaves Ray's GCS-client I/O thread and gRPC's threads (``gcs_client_io_s``,
+``grpc_global_tim``, ``event_engine``, ``default-executo``, ``resolver-execut``, ``timer_manager``) running in the
+process that called ``ray.init()``. At interpreter exit they run on while the libraries' static objects are torn
+down, the class of crash behind a suite that passed every test and exited 139 (a thread jumping into freed memory).
+So the session's own process never starts a Ray driver: the first ``ray_driver`` test of the session runs all of
+them in one child pytest, which reports every test back (pytest's own report serialisation, as pytest-xdist does)
+and then ends without the interpreter's teardown (``os._exit`` with its pytest status: Ray's threads die with it).
+The parent reports each test as the child ran it: pass, failure with its traceback, duration. A child that dies
+before it reported a test fails that test with the child's output tail.
+
+``sessionfinish`` then checks the parent: no thread of Ray or gRPC may be alive at its end (``ray_threads_alive``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+CHILD = "VERL_HADW_OWN_PROCESS_REPORTS"  # set in the child: where it writes its reports
+RAY_THREADS = ("gcs_client_io_s", "grpc_global_tim", "event_engine", "default-executo", "resolver-execut",
+               "timer_manager", "core_worker_io")  # Linux thread names (15 characters at most) Ray's drivers leave
+CHILD_TIMEOUT = 3600
+
+
+def native_threads() -> list[str]:
+    """The names of this process's threads, native ones included (``/proc/self/task``)."""
+    names = []
+    for tid in sorted(os.listdir("/proc/self/task")):
+        try:
+            names.append(Path(f"/proc/self/task/{tid}/comm").read_text().strip())
+        except OSError:
+            pass
+    return names
+
+
+def ray_threads_alive() -> list[str]:
+    return [name for name in native_threads() if name.startswith(RAY_THREADS)]
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "ray_driver: starts a Ray driver in the test process; runs in a child pytest "
+                                       "(tests/own_process.py)")
+    config.stash[_STATE] = {"reports": None, "status": 0}
+
+
+_STATE = pytest.StashKey[dict]()
+
+
+# ----------------------------------------------------------------------------------------------- the child
+def pytest_runtest_logreport(report):
+    path = os.environ.get(CHILD)
+    if path:
+        config = _CONFIG[0]
+        data = config.hook.pytest_report_to_serializable(config=config, report=report)
+        with open(path, "a") as f:
+            f.write(json.dumps(data) + "\n")
+
+
+_CONFIG: list = []
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session):
+    _CONFIG[:] = [session.config]
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session, exitstatus):
+    session.config.stash[_STATE]["status"] = int(exitstatus)
+    if os.environ.get(CHILD) or not hasattr(session, "items"):
+        return
+    alive = ray_threads_alive()
+    if alive:  # the parent must end as it started: without Ray's threads (see the module's docstring)
+        session.config.stash[_STATE]["alive"] = alive
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    alive = config.stash[_STATE].get("alive")
+    if alive:
+        terminalreporter.write_line(f"FAILED: threads of a Ray driver are alive in the test process at its end: "
+                                    f"{alive}; a test that calls ray.init() needs @pytest.mark.ray_driver", red=True)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    if os.environ.get(CHILD):  # everything is reported and printed: end here, before Ray's threads see a teardown
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(config.stash[_STATE]["status"])
+
+
+# ---------------------------------------------------------------------------------------------- the parent
+def _run_child(session) -> dict[str, list]:
+    """Run every selected ``ray_driver`` test in one child pytest; its reports by test id."""
+    items = [i for i in session.items if i.get_closest_marker("ray_driver") is not None]
+    with tempfile.TemporaryDirectory() as tmp:
+        reports, log = Path(tmp) / "reports.jsonl", Path(tmp) / "child.log"
+        root = session.config.rootpath
+        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(root),
+               *(i.nodeid for i in items)]
+        env = dict(os.environ, **{CHILD: str(reports)})
+        with open(log, "w") as out:
+            proc = subprocess.run(cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                  timeout=CHILD_TIMEOUT)
+        by_id: dict[str, list] = {}
+        for line in reports.read_text().splitlines() if reports.exists() else []:
+            report = session.config.hook.pytest_report_from_serializable(config=session.config, data=json.loads(line))
+            by_id.setdefault(report.nodeid, []).append(report)
+        return {"reports": by_id, "code": proc.returncode, "tail": log.read_text()[-6000:]}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    if os.environ.get(CHILD) or item.get_closest_marker("ray_driver") is None:
+        return None
+    state = item.config.stash[_STATE]
+    if state["reports"] is None:
+        state["reports"] = _run_child(item.session)
+    child = state["reports"]
+    item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+    reports = child["reports"].get(item.nodeid)
+    if not reports or not any(r.when == "teardown" for r in reports):
+        from _pytest.reports import TestReport
+
+        message = (f"the child pytest of the ray_driver tests (tests/own_process.py) exited {child['code']} before "
+                   f"it reported this test:\n{child['tail']}")
+        reports = [*(reports or []), TestReport(item.nodeid, item.location, {}, "failed", message, "call")]
+    for report in reports:
+        item.ihook.pytest_runtest_logreport(report=report)
+    item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    return True

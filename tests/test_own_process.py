@@ -1,0 +1,57 @@
+"""A test that starts a Ray driver runs in a child pytest (tests/own_process.py), and the session's own process ends
+without Ray's threads, the ones alive at an interpreter exit that crashed with 139 after every test had passed."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+
+pytestmark = pytest.mark.slow  # two pytest processes, two Ray starts
+
+PLANTED = '''
+import os
+
+import pytest
+import ray
+
+
+def start_and_stop_ray():
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+    ray.shutdown()
+    return os.getpid()
+
+
+@pytest.mark.ray_driver
+def test_in_the_child_passes():
+    assert os.environ.get("VERL_HADW_OWN_PROCESS_REPORTS")  # it ran in the child
+    start_and_stop_ray()
+
+
+@pytest.mark.ray_driver
+def test_in_the_child_fails():
+    assert "planted" == "failure"
+
+
+def test_in_the_parent_without_the_marker():
+    start_and_stop_ray()
+'''
+
+
+def test_ray_drivers_run_in_a_child_and_a_driver_left_in_the_parent_fails_the_session(tmp_path):
+    (tmp_path / "conftest.py").write_text(f"import sys\nsys.path.insert(0, {str(HERE)!r})\n"
+                                          "pytest_plugins = ['own_process']\n")
+    (tmp_path / "test_planted.py").write_text(PLANTED)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA", "--rootdir",
+                           str(tmp_path), str(tmp_path / "test_planted.py")], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out[-4000:]
+    assert "PASSED test_planted.py::test_in_the_child_passes" in out  # the child's report, shown by the parent
+    assert "FAILED test_planted.py::test_in_the_child_fails" in out and "AssertionError" in out
+    assert "PASSED test_planted.py::test_in_the_parent_without_the_marker" in out  # the test passed, but:
+    assert "threads of a Ray driver are alive in the test process at its end" in out and "gcs_client_io_s" in out
+    assert "a test that calls ray.init() needs @pytest.mark.ray_driver" in out
+
