@@ -20,8 +20,9 @@ def model():
 
 @pytest.mark.parametrize(
     ("temperature", "top_p", "top_k"),
-    [(1.0, 1.0, 0), (1.0, 1.0, -1), (0.7, 0.9, 5), (1.3, 0.5, 0), (0.0, 1.0, 0)],
-    ids=["plain", "top_k-off-vllm-style", "temperature-top_k-top_p", "hot-top_p", "greedy"],
+    [(1.0, 1.0, 0), *(pytest.param(*s, marks=pytest.mark.slow) for s in [(1.0, 1.0, -1), (0.7, 0.9, 5), (1.3, 0.5, 0),
+                                                                          (0.0, 1.0, 0)])],
+    ids=["plain", "top_k-off-vllm-style", "temperature-top_k-top_p", "hot-top_p", "greedy"],  # plain: the quick loop
 )
 def test_decode_draws_what_generate_draws(model, temperature, top_p, top_k):
     vocab = model.config.vocab_size

@@ -35,6 +35,7 @@ def test_the_real_docs_build_strictly(site):
         assert html.is_file(), f"{page}.md was not built"
 
 
+@pytest.mark.slow  # a planted fault, one mkdocs build each
 @pytest.mark.parametrize("link, says", [
     ("[the missing page](no-such-page.md)", "contains a link 'no-such-page.md', but the target is not found"),
     ("[a missing section](demo.md#no-such-section)",
@@ -50,6 +51,7 @@ def test_a_broken_link_fails_the_build_naming_it(site, link, says):
     assert "Doc file 'options.md' " + says in result.stderr, result.stderr
 
 
+@pytest.mark.slow  # a planted fault, one mkdocs build each
 def test_a_page_left_out_of_the_nav_fails_the_build(site):
     (site / "docs" / "orphan.md").write_text("# A page nobody can reach\n", encoding="utf-8")
     result = build(site)
@@ -57,6 +59,7 @@ def test_a_page_left_out_of_the_nav_fails_the_build(site):
     assert 'not included in the "nav" configuration' in result.stderr and "orphan.md" in result.stderr
 
 
+@pytest.mark.slow  # a planted fault, one mkdocs build each
 def test_a_nav_entry_without_its_page_fails_the_build(site):
     (site / "docs" / "performance.md").unlink()
     result = build(site)

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 COMMAND = re.compile(r"^python examples/trl_hadw\.py\b.*$", re.M)
 
@@ -21,6 +23,7 @@ def documented_commands() -> list[str]:
     return found
 
 
+@pytest.mark.slow  # a TRL run in a fresh process: seconds, not the quick loop's
 def test_the_documented_example_command_runs():
     commands = documented_commands()
     assert commands, "docs/trl.md shows no `python examples/trl_hadw.py` command"
