@@ -10,6 +10,15 @@ import pytest
 pytest_plugins = ["own_process"]  # tests that start a Ray driver run in a child pytest
 
 
+def pytest_configure(config):
+    """One torch thread in the test process, as in every process of a launch (``verl_hadw.cpu.platform``): beside
+    the launches on 2 cores, torch's default of a thread per core left a test's OpenMP threads spinning against
+    them (a 2 s CPU-rollout test took 94 s)."""
+    import torch
+
+    torch.set_num_threads(1)
+
+
 @pytest.fixture(autouse=True)
 def _fresh_process_state():
     """Each test starts as a fresh process: no anchors, no buffered metrics, verl's step unset."""

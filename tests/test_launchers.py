@@ -35,7 +35,7 @@ def test_train_dry_run_prints_the_composed_config_and_command(fake):
                         r"\d{8}-\d{6}-job77\.jsonl", command[9])
     assert not (tmp / "out").exists()  # nothing created by a dry run
     bad = fake("bash", str(ROOT / "scripts/train.sh"), "hadw_t9_nothing", "--dry-run")
-    assert bad.returncode != 0 and "no run config 'hadw_t9_nothing'" in bad.stderr
+    assert bad.returncode != 0 and "argument --locate: 'hadw_t9_nothing' is not one of dgpo_t1_base" in bad.stderr
 
 
 def test_reproduce_submits_pending_steps_and_skips_finished_ones(fake):
