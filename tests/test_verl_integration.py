@@ -82,6 +82,19 @@ def test_trainer_step_k_calls_share_prior_through_verl():
     assert state["committed_steps"] == 1 and state["count"] == 4 * 12 and state["calls"] == [0, 1, 2, 3]
 
 
+def test_dgpo_alone_files_the_k_calls_of_a_trainer_step_under_that_step():
+    """DGPO without HA-DW (``steps.stateless_step``): the K mini-batch calls of a separate_async step add up under
+    verl's step, every group once per call (the async launches train HA-DW over DGPO, tests/test_e2e_modes.py)."""
+    config = verl_algorithm("dgpo", state_key="dgpo-k-calls")
+    for step in (1, 2):
+        SkipManager.set_step(step)
+        for _ in range(2):  # separate_async: parameter_sync_step mini-batches per step
+            compute_advantage(data_proto(), "dgpo", config=config)
+        counts = metrics.peek(step)
+        assert counts["dgpo/valid_groups"] + counts["dgpo/zero_var_groups"] == 2 * 4, step  # groups a-d, twice
+    assert not any(k.startswith("hadw/") for k in counts)
+
+
 def test_metrics_join_verls_console_log_line(capsys):
     from verl_hadw.metrics import install_tracking_hook
 
