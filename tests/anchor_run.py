@@ -4,9 +4,7 @@ Used by test_anchor_actor.py: ``python anchor_run.py CKPT_DIR FIRST LAST [--save
 prints one JSON line per step with the anchor values verl would log. Batches depend only on the step.
 """
 
-import json
 import os
-import sys
 
 import numpy as np
 import torch
@@ -84,12 +82,3 @@ def run(ckpt_dir: str, first: int, last: int, save: bool, resume: bool, extra_ha
             f.write(str(last))  # what verl writes after its own save
     return out
 
-
-if __name__ == "__main__":
-    ckpt, first, last = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    if "--ray" in sys.argv:
-        import ray
-
-        ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
-    for row in run(ckpt, first, last, save="--save" in sys.argv, resume="--resume" in sys.argv):
-        print("ROW " + json.dumps(row))

@@ -4,12 +4,11 @@ import json
 import os
 import random
 import signal
-import subprocess
-import sys
 
 import pytest
 import ray
 from anchor_run import batch, config, kill_actor, run
+from helpers import start_ray_node
 from omegaconf import OmegaConf
 from verl.trainer.ppo.ray_trainer import compute_advantage
 from verl.utils.skip.skip_manager import SkipManager
@@ -29,7 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 @pytest.fixture(scope="module")
 def ray_cluster():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    start_ray_node(lambda: ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False))
     yield
     ray.shutdown()
 
@@ -67,7 +66,7 @@ def test_actor_and_in_process_trajectories_are_identical(ray_cluster):
         local, client = drive("actor-vs-local", steps)
         assert isinstance(client.store, LocalStore)
     finally:
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        start_ray_node(lambda: ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False))
     assert remote == local
 
 
@@ -128,25 +127,6 @@ def test_two_state_keys_stay_independent(ray_cluster):
             anchor_client.observe(cfg_b, k, n, trainer_step=t)
     assert rows_a == a_alone
     assert ray.get_actor(actor_name("exp/a")) != ray.get_actor(actor_name("exp/b"))
-
-
-def fresh_process(*args):
-    proc = subprocess.run(
-        [sys.executable, os.path.join(HERE, "anchor_run.py"), *map(str, args)],
-        capture_output=True, text=True, cwd=HERE, env={**os.environ, "RAY_DEDUP_LOGS": "0"},
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return [json.loads(line[4:]) for line in proc.stdout.splitlines() if line.startswith("ROW ")]
-
-
-def test_resume_in_a_fresh_process_continues_bit_for_bit(tmp_path):
-    straight = run(str(tmp_path / "straight"), 1, 6, save=False, resume=False)
-    first = fresh_process(tmp_path / "ckpt", 1, 3, "--save", "--ray")
-    saved = json.loads((tmp_path / "ckpt" / "global_step_3" / STATE_FILE).read_text())
-    assert saved["global_step"] == 3 and saved["state"]["open_step"] == 3
-    second = fresh_process(tmp_path / "ckpt", 4, 6, "--resume", "--ray")
-    assert first + second == straight  # exact equality of every logged anchor value
-    assert {"hadw/anchor_prior", "hadw/anchor_posterior", "hadw/eta_t"} <= set(second[0])
 
 
 def test_resume_without_anchor_file_is_an_error_unless_allowed(tmp_path):

@@ -25,7 +25,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)  # script mode: anchor_run, helpers
 
 from anchor_run import batch, config  # noqa: E402
-from helpers import algo, make_inputs  # noqa: E402
+from helpers import algo, make_inputs, start_ray_node  # noqa: E402
 
 from verl_hadw import metrics  # noqa: E402
 from verl_hadw.anchor import AnchorState  # noqa: E402
@@ -51,8 +51,8 @@ def cluster():
         # address on this machine (other test runs) would join it; this cluster is reached by address only.
         mp.setattr(ray._private.utils, "write_ray_address", lambda *args, **kwargs: None)
         mp.setenv("PYTHONPATH", os.pathsep.join([HERE, os.environ.get("PYTHONPATH", "")]))  # workers import us
-        c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "resources": {"head": 1},
-                                                          "include_dashboard": False})
+        c = start_ray_node(lambda: Cluster(initialize_head=True, head_node_args={
+            "num_cpus": 1, "resources": {"head": 1}, "include_dashboard": False}))
         try:
             ray.init(address=c.address, namespace=NAMESPACE, log_to_driver=False)
             yield c
@@ -68,7 +68,7 @@ def worker_node(cluster):
     added = []
 
     def add(resource: str):
-        node = cluster.add_node(num_cpus=0, resources={resource: 1})
+        node = start_ray_node(lambda: cluster.add_node(num_cpus=0, resources={resource: 1}))
         cluster.wait_for_nodes(timeout=TIMEOUT)
         added.append(node)
         return node

@@ -4,6 +4,7 @@ calls, end in a recovery or an error naming the actor. Real Ray."""
 
 import pytest
 import ray
+from helpers import start_ray_node
 from omegaconf import OmegaConf
 from resume_cases import canonical, config, run
 from verl.utils.skip.skip_manager import SkipManager
@@ -18,17 +19,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.ray_driver]  # real Ray: tens of sec
 
 
 def start_ray():
-    """A new local Ray (each start costs seconds: the tests share one when they can). A start that times out on a
-    loaded machine (Ray's fixed 30 s for the raylet to register) is tried once more."""
-    for attempt in (1, 2):
-        if ray.is_initialized():
-            return
-        try:
-            ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False)
-        except Exception as exc:  # Ray raises a bare Exception for this
-            ray.shutdown()
-            if attempt == 2 or "timed out during startup" not in str(exc):
-                raise
+    """A new local Ray (each start costs seconds: the tests share one when they can)."""
+    if not ray.is_initialized():
+        start_ray_node(lambda: ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False))
 
 
 @pytest.fixture(scope="module", autouse=True)

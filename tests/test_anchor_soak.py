@@ -16,6 +16,7 @@ import time
 import psutil
 import pytest
 import ray
+from helpers import start_ray_node
 
 from verl_hadw.anchor import AnchorState
 from verl_hadw.anchor import client as anchor_client
@@ -158,7 +159,7 @@ def test_state_machine_soak_matches_the_reference_with_bounded_history(name):
 
 @pytest.fixture(scope="module")
 def local_ray():
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    start_ray_node(lambda: ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False))
     yield
     ray.shutdown()
 
