@@ -132,6 +132,7 @@ class CpuMeter:
     def __init__(self, root: Path, interval: float = 1.0):
         self.root, self.interval = root, interval
         self.seen: dict[str, dict[int, float]] = {}
+        self.names: dict[int, str] = {}  # pid -> what it runs (a Ray actor's class, or the program)
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._sample, name="cpu-meter", daemon=True)
         self.thread.start()
@@ -153,6 +154,8 @@ class CpuMeter:
                 for proc in tree:
                     try:
                         times = proc.cpu_times()
+                        if proc.pid not in self.names:
+                            self.names[proc.pid] = process_name(proc.cmdline())
                     except psutil.Error:
                         continue
                     mine[proc.pid] = max(mine.get(proc.pid, 0.0), times.user + times.system)
@@ -160,9 +163,30 @@ class CpuMeter:
     def seconds(self, name: str) -> float:
         return round(sum(self.seen.get(name, {}).values()), 1)
 
+    def by_process(self, name: str) -> dict[str, float]:
+        """The launch's core-seconds by what each process ran, the largest first: where a launch's cost goes."""
+        out: dict[str, float] = {}
+        for pid, seconds in self.seen.get(name, {}).items():
+            key = self.names.get(pid, "?")
+            out[key] = out.get(key, 0.0) + seconds
+        return {k: round(v, 1) for k, v in sorted(out.items(), key=lambda kv: -kv[1])}
+
     def close(self) -> None:
         self.stop.set()
         self.thread.join()
+
+
+def process_name(cmdline: list[str]) -> str:
+    """``ray::WorkerDict`` for a Ray actor, ``python -m verl.trainer.main_ppo`` for a module, else the program."""
+    if not cmdline:
+        return "?"
+    if cmdline[0].startswith("ray::"):
+        return cmdline[0].split()[0]
+    program = Path(cmdline[0]).name
+    if "-m" in cmdline[1:-1]:
+        return f"{program} -m {cmdline[cmdline.index('-m', 1) + 1]}"
+    script = next((Path(a).name for a in cmdline[1:] if a.endswith((".py", ".sh"))), "")
+    return f"{program} {script}".strip()
 
 
 def run_chain(ctx: Context, launches: dict[str, Launch], chain: list[str]) -> None:
@@ -179,8 +203,9 @@ def run_chain(ctx: Context, launches: dict[str, Launch], chain: list[str]) -> No
                 failed = (name, f"{type(error).__name__}: {error}")
                 record = {"status": "error", "error": traceback.format_exc()}
         cpu = ctx.meter.seconds(name) if ctx.meter is not None else None
+        processes = ctx.meter.by_process(name) if ctx.meter is not None else {}
         record.update(name=name, seconds=round(time.monotonic() - begin, 1), cpu_seconds=cpu,
-                      proves=launches[name].proves)
+                      cpu_by_process=processes, proves=launches[name].proves)
         write_record(ctx.root, name, record)
         print(f"[e2e stage] {name}: {record['status']} in {record['seconds']:.0f} s", flush=True)
 
@@ -213,6 +238,9 @@ def launch_table(root: Path, names) -> str:
         cpu += record.get("cpu_seconds") or 0.0
         rows.append(f"  {name:<26} {record['seconds']:>6.0f} s  {record.get('cpu_seconds') or 0:>6.0f} core-s  "
                     f"{record['status']}")
+        top = list((record.get("cpu_by_process") or {}).items())[:4]
+        if top:
+            rows.append("      " + ", ".join(f"{proc} {sec:.0f}" for proc, sec in top))
     return "\n".join(rows + [f"  {'(sums)':<26} {total:>6.0f} s  {cpu:>6.0f} core-s"])
 
 

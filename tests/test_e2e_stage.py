@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from conftest import Stage
@@ -103,4 +104,6 @@ def test_the_meter_files_a_launchs_core_seconds_under_its_name(tmp_path):
     run_stage(tmp_path, str(tmp_path), {"burn": Launch("burn", start), "idle": Launch("idle", lambda ctx: {})},
               ["burn", "idle"], workers=2)
     assert 1.5 < read_record(tmp_path, "burn")["cpu_seconds"] < 10
+    by_process = read_record(tmp_path, "burn")["cpu_by_process"]
+    assert list(by_process) == [f"{Path(sys.executable).name}"] and by_process[Path(sys.executable).name] > 1.5
     assert read_record(tmp_path, "idle")["cpu_seconds"] == 0
