@@ -94,6 +94,7 @@ def test_the_docs_show_commands_from_every_kind_of_source():
     assert any(c.startswith("python -m verl.trainer.main_ppo --config-path=") for c in commands)
 
 
+@pytest.mark.slow  # every documented command against the real program: CI, not the quick loop
 @pytest.mark.parametrize("source, command", COMMANDS, ids=[f"{s}: {c[:60]}" for s, c in COMMANDS])
 def test_command_is_real(source, command, monkeypatch):
     monkeypatch.setenv("VERL_HADW_ASSETS", "/assets")  # the demo's config reads it (scripts/demo_cpu.sh sets it)

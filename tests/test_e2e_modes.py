@@ -33,6 +33,7 @@ def test_sync_needs_nothing_and_unknown_modes_are_named():
         requested_mode(["trainer.v1.trainer_mode=fully_async"])
 
 
+@pytest.mark.slow  # composes the demo config twice
 def test_separate_async_gets_a_rollout_pool_a_cpu_weight_sync_and_a_consistent_mini_batch():
     from verl_hadw.toy.launch import config_dir
 

@@ -76,6 +76,7 @@ def test_a_stage_that_died_fails_the_reader_with_the_stage_log(tmp_path):
         stage.result("demo", timeout=30)
 
 
+@pytest.mark.slow  # waits for a watchdog
 def test_stream_hands_over_each_line_and_kills_a_process_that_hangs():
     """``verl_hadw.toy.launch.stream``, what every launch runs through: lines as they come, and a watchdog that
     stops a process whose output never ends (a limit applied after the output ends would never be reached)."""
@@ -91,6 +92,7 @@ def test_stream_hands_over_each_line_and_kills_a_process_that_hangs():
     assert code != 0 and out == "up\n" and time.monotonic() - begin < 30
 
 
+@pytest.mark.slow  # a process burning CPU for seconds
 def test_the_meter_files_a_launchs_core_seconds_under_its_name(tmp_path):
     """A launch's processes run in its folder; the stage adds up their CPU time (the launch table's core-s)."""
     from verl_hadw.toy.launch import stream
