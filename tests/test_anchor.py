@@ -109,6 +109,22 @@ def test_serialisation_round_trip_continues_bit_for_bit(cfg):
     assert resumed.to_dict() == straight.to_dict()
 
 
+def test_a_state_built_from_a_dict_never_changes_that_dict():
+    """The Ray store keeps the actor's last state as its mirror; a preview rebuilds a state from it and observes the
+    call. The mirror must come out untouched: rebuilt after a lost node, a mirror whose ``calls`` already listed the
+    call would drop that call's counts (CI caught it: tests/test_anchor_cluster.py, y_t of step 5 short of call 1)."""
+    state = AnchorState(config=AnchorConfig(window=2))
+    for t in (1, 2, 3):
+        state.observe(t, 0, 3, 8)
+    mirror = state.to_dict()
+    before = json.loads(json.dumps(mirror))
+    preview = AnchorState.from_dict(mirror)
+    preview.observe(3, 1, 5, 8)  # a further call of the open step
+    preview.observe(4, 0, 2, 8)  # and a new step, which commits
+    assert mirror == before
+    assert AnchorState.from_dict(mirror).observe(3, 1, 5, 8).batch_acc == 8 / 16
+
+
 def test_from_dict_rejects_an_unknown_schema():
     data = AnchorState().to_dict()
     data["schema_version"] = 99

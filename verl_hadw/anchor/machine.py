@@ -9,6 +9,7 @@ the first call of a later step arrives. Nothing here touches Ray, torch or files
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import asdict, dataclass, field, replace
 
@@ -174,7 +175,7 @@ class AnchorState:
     @classmethod
     def from_dict(cls, data: dict, config: AnchorConfig | None = None) -> "AnchorState":
         """Rebuild a state; ``config`` (the run's current anchor config) overrides the saved one."""
-        data = dict(data)
+        data = copy.deepcopy(data)  # the state owns its lists: observing it never changes ``data`` (a store's mirror)
         version = data.pop("schema_version", None)
         if version not in READABLE_SCHEMAS:
             raise ValueError(f"unsupported anchor state schema_version {version!r} (readable: {READABLE_SCHEMAS})")
