@@ -154,8 +154,9 @@ class CpuMeter:
                 for proc in tree:
                     try:
                         times = proc.cpu_times()
-                        if proc.pid not in self.names:
-                            self.names[proc.pid] = process_name(proc.cmdline())
+                        now = process_name(proc.cmdline())  # a Ray worker takes its actor's name once it has one
+                        if now != "ray::IDLE" or not self.names.get(proc.pid, "").startswith("ray::"):
+                            self.names[proc.pid] = now
                     except psutil.Error:
                         continue
                     mine[proc.pid] = max(mine.get(proc.pid, 0.0), times.user + times.system)

@@ -67,6 +67,21 @@ def test_the_checkpoint_callback_refuses_at_trainer_build():
         HadwCheckpointCallback(config())
 
 
+def test_a_typo_and_dynamic_sampling_are_reported_together_at_start_up():
+    """One start, every problem: the typo names its key, the refusal says why, each once and numbered."""
+    with pytest.raises(ConfigError) as info:
+        validate_config(config(lamda_scale=1.3))
+    message = str(info.value)
+    assert message.startswith("2 problems in the config:\n  1. ")
+    assert "Unknown key 'algorithm.hadw.lamda_scale'. Did you mean 'algorithm.hadw.lambda_scale'?" in message
+    assert "\n  2. algorithm.adv_estimator=hadw cannot run with algorithm.filter_groups.enable=true" in message
+    assert message.count("lamda_scale") == 1
+    with pytest.raises(ConfigError) as info:  # one problem: its message alone, as before
+        validate_config(config(enable=False, lamda_scale=1.3))
+    assert str(info.value).startswith("Unknown key 'algorithm.hadw.lamda_scale'")
+    validate_config(config(enable=False))  # and a clean config passes
+
+
 def test_verl_still_filters_inside_the_replay_buffer_before_the_advantage():
     """The refusal's premise, read off verl 0.9.1: v1 filtering happens in ReplayBuffer.sample (called by
     _step_once before _compute_advantage), and the legacy trainer never reads filter_groups."""

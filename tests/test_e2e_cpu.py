@@ -261,9 +261,10 @@ def test_resume_continues_the_run_exactly(e2e):
         assert stable_metrics(resumed[step]) == expected, step
 
 
-@pytest.mark.e2e("typo")
+@pytest.mark.e2e("refused")
 def test_typo_fails_fast_naming_the_key(e2e):
-    run = e2e.result("typo")
+    run = e2e.result("refused")
     assert run.code != 0
     assert "Unknown key 'algorithm.hadw.lamda_scale'. Did you mean 'algorithm.hadw.lambda_scale'?" in run.log
+    assert "2 problems in the config:" in run.log  # and the dynamic-sampling refusal in the same start-up error
     assert not run.steps and "Training Progress" not in run.log

@@ -1,7 +1,7 @@
 """End to end: verl's v1 async trainer modes and DAPO's dynamic sampling through the real ``main_ppo`` on CPU.
 
 Each run (the session's launches ``<mode>_straight`` and ``<mode>_resumed``, HA-DW over DGPO, and
-``filter_groups``, tests/e2e_runs.py) is what ``bash scripts/demo_cpu.sh trainer.v1.trainer_mode=<mode>`` runs
+``refused``, tests/e2e_runs.py) is what ``bash scripts/demo_cpu.sh trainer.v1.trainer_mode=<mode>`` runs
 (``verl_hadw.toy.launch`` adds what the mode needs, ``verl_hadw.toy.modes``), at 8 prompts a step; assertions read
 verl's console log and the anchor files verl's checkpoints carry. ``separate_async`` makes SEPARATE_SYNC_STEPS
 estimator calls per training step.
@@ -124,9 +124,9 @@ def test_async_mode_dgpo(mode, e2e):
 
 
 @pytest.mark.slow
-@pytest.mark.e2e("filter_groups")
+@pytest.mark.e2e("refused")
 def test_hadw_with_dynamic_sampling_is_refused_before_training(e2e):
-    run = e2e.result("filter_groups")
+    run = e2e.result("refused")
     assert run.code != 0
     assert "algorithm.adv_estimator=hadw cannot run with algorithm.filter_groups.enable=true" in run.log
     assert "biased toward 0.5" in run.log

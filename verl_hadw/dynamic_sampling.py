@@ -18,7 +18,6 @@ sampler none of the ``filter_groups`` arguments). Counting them would mean re-im
 from __future__ import annotations
 
 from verl_hadw.errors import ConfigError
-from verl_hadw.options import parse_hadw
 
 __all__ = ["check_filter_groups", "drops_groups"]
 
@@ -34,7 +33,8 @@ def check_filter_groups(config) -> None:
     """Raise ConfigError for HA-DW (any base) with dynamic sampling on a v1 trainer, unless the anchor is fixed."""
     if config.algorithm.get("adv_estimator") != "hadw" or not drops_groups(config):
         return
-    if parse_hadw(config.algorithm).anchor.mode == "fixed":
+    hadw = config.algorithm.get("hadw") or {}
+    if (hadw.get("anchor") or {}).get("mode") == "fixed":  # read as written: a typo elsewhere is another problem
         return  # a fixed anchor never reads y_t
     raise ConfigError(
         "algorithm.adv_estimator=hadw cannot run with algorithm.filter_groups.enable=true (DAPO dynamic "

@@ -16,20 +16,40 @@ __all__ = ["validate_config"]
 
 
 def validate_config(config) -> str:
-    """Parse both option nodes and check the estimator is registered; returns ``algorithm.adv_estimator``."""
+    """Parse both option nodes and check the estimator is registered; returns ``algorithm.adv_estimator``.
+
+    Every check runs, and one ``ConfigError`` lists every problem found (a typo and a refused combination are
+    reported together, so a user fixes both before the next start instead of one per start)."""
     from verl.trainer.ppo.core_algos import get_adv_estimator_fn
 
     import verl_hadw.estimators  # noqa: F401  (registers even where the entry point was disabled or failed)
 
     algorithm = config.algorithm
-    parse_hadw(algorithm)
-    parse_dgpo(algorithm)
-    config_check.check_algorithm(algorithm, config)  # near-miss sections raise; unused options warn
-    config_check.warn_unsaved_anchor(algorithm, config)  # HA-DW checkpoints without the callback: not saved
-    check_filter_groups(config)  # HA-DW with DAPO's dynamic sampling: refused (verl_hadw.dynamic_sampling)
     estimator = algorithm.get("adv_estimator", "gae")
-    try:
-        get_adv_estimator_fn(estimator)
-    except ValueError as exc:
-        raise ConfigError(f"algorithm.adv_estimator={estimator!r} is not a registered estimator ({exc})") from exc
+
+    def registered() -> None:
+        try:
+            get_adv_estimator_fn(estimator)
+        except ValueError as exc:
+            raise ConfigError(f"algorithm.adv_estimator={estimator!r} is not a registered estimator ({exc})") from exc
+
+    problems: list[str] = []
+    for check in (
+        lambda: parse_hadw(algorithm),
+        lambda: parse_dgpo(algorithm),
+        lambda: config_check.check_algorithm(algorithm, config),  # near-miss sections raise; unused options warn
+        lambda: check_filter_groups(config),  # HA-DW with DAPO's dynamic sampling: refused (dynamic_sampling)
+        registered,
+    ):
+        try:
+            check()
+        except ConfigError as exc:
+            if str(exc) not in problems:
+                problems.append(str(exc))
+    if len(problems) == 1:
+        raise ConfigError(problems[0])
+    if problems:
+        listed = "\n".join(f"  {i}. {problem}" for i, problem in enumerate(problems, start=1))
+        raise ConfigError(f"{len(problems)} problems in the config:\n{listed}")
+    config_check.warn_unsaved_anchor(algorithm, config)  # HA-DW checkpoints without the callback: not saved
     return estimator
