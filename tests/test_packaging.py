@@ -106,7 +106,7 @@ def run_in(venv, *args):
 def test_installed_wheel_doctor_configs_and_demo_config(venv):
     bin_dir = venv[0] / "bin"
     out = run_in(venv, bin_dir / "verl-hadw", "doctor")
-    assert "all good" in out and "hadw -> verl_hadw.estimators.compute_hadw_outcome_advantage" in out
+    assert "all good" in out and "hadw -> verl_hadw.verl_adapter.estimators.compute_hadw_outcome_advantage" in out
     runs = run_in(venv, bin_dir / "verl-hadw", "configs", "--list")
     assert "hadw_t1_qwen3_4b_grpo_hadw" in runs and "dgpo_t1_dgpo" in runs
     # a run of <paper>/experiments/ composes from the installed YAMLs (no configs/__init__.py: a namespace package)

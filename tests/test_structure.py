@@ -17,12 +17,12 @@ PACKAGE = ROOT / "verl_hadw"
 # room -> (the modules in it, as prefixes of dotted names; the rooms it may import besides itself)
 CORE = ["base", "anchor", "core", "hooks"]
 ROOMS = {
-    "base": (["verl_hadw", "verl_hadw.errors", "verl_hadw.process_state", "verl_hadw.options", "verl_hadw.groups",
-              "verl_hadw.group_labels",
-              "verl_hadw.config_paths", "verl_hadw.console_log", "verl_hadw.plotting", "verl_hadw.verl_trl"], []),
-    "anchor": (["verl_hadw.anchor"], ["base"]),
-    "core": (["verl_hadw.advantages", "verl_hadw.estimators", "verl_hadw.metrics", "verl_hadw.steps",
-              "verl_hadw.validation", "verl_hadw.config_check", "verl_hadw.reward", "verl_hadw.dynamic_sampling"],
+    "base": (["verl_hadw", "verl_hadw.core.errors", "verl_hadw.verl_adapter.process_state", "verl_hadw.core.options", "verl_hadw.core.groups",
+              "verl_hadw.core.group_labels",
+              "verl_hadw.config_paths", "verl_hadw.console_log", "verl_hadw.plotting", "verl_hadw.verl_adapter.verl_trl"], []),
+    "anchor": (["verl_hadw.core.anchor"], ["base"]),
+    "core": (["verl_hadw.core.advantages", "verl_hadw.verl_adapter.estimators", "verl_hadw.verl_adapter.metrics", "verl_hadw.verl_adapter.steps",
+              "verl_hadw.verl_adapter.validation", "verl_hadw.verl_adapter.config_check", "verl_hadw.reward", "verl_hadw.verl_adapter.dynamic_sampling"],
              ["base", "anchor"]),
     "hooks": (["verl_hadw.callback", "verl_hadw.register"], ["base", "anchor", "core"]),
     "cpu": (["verl_hadw.cpu"], CORE),
@@ -125,10 +125,10 @@ def test_no_private_name_is_imported_across_modules():
 
 def test_the_graph_sees_what_it_checks():
     """The checks above would pass on an empty graph: make sure they see the known edges."""
-    client = {t for t, _, _ in GRAPH["verl_hadw.anchor.client"]}
-    assert {"verl_hadw.anchor.stores", "verl_hadw.errors", "verl_hadw.process_state"} <= client
-    assert "verl_hadw.estimators" in {t for t, _, _ in GRAPH["verl_hadw.validation"]}  # a lazy import
-    assert room_of("verl_hadw.anchor.machine") == "anchor" and room_of("verl_hadw") == "base"
+    client = {t for t, _, _ in GRAPH["verl_hadw.verl_adapter.anchor_client"]}
+    assert {"verl_hadw.verl_adapter.anchor_stores", "verl_hadw.core.errors", "verl_hadw.verl_adapter.process_state"} <= client
+    assert "verl_hadw.verl_adapter.estimators" in {t for t, _, _ in GRAPH["verl_hadw.verl_adapter.validation"]}  # a lazy import
+    assert room_of("verl_hadw.core.anchor.machine") == "anchor" and room_of("verl_hadw") == "base"
 
 
 def test_no_two_modules_share_a_file_name():

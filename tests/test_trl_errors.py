@@ -20,13 +20,14 @@ import torch
 from trl import GRPOConfig
 from trl_helpers import accuracy, config, trainer
 
-from verl_hadw.anchor.compatibility import ADV_ESTIMATOR, NORM_BY_STD, declared_options, options_of
-from verl_hadw.anchor.file_format import STATE_FILE
-from verl_hadw.errors import AnchorFileError, ConfigError, MissingAnchorStateError, ResumeConflictError
+from verl_hadw.core.anchor.compatibility import ADV_ESTIMATOR, NORM_BY_STD, declared_options
+from verl_hadw.core.anchor.file_format import STATE_FILE
+from verl_hadw.core.errors import AnchorFileError, ConfigError, MissingAnchorStateError, ResumeConflictError
 from verl_hadw.trl import HadwGRPOConfig, HadwGRPOTrainer
 from verl_hadw.trl.grpo_config import declared_fields, fields_table
 from verl_hadw.trl.loss_types import LOSS_TYPES, check_loss_type, loss_type_table
 from verl_hadw.trl.trainer_anchor import TrainerAnchor
+from verl_hadw.verl_adapter.run_options import options_of
 
 ROOT = Path(__file__).resolve().parents[1]
 

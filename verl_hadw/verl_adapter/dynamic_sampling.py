@@ -17,8 +17,8 @@ sampler none of the ``filter_groups`` arguments). Counting them would mean re-im
 
 from __future__ import annotations
 
-from verl_hadw.errors import ConfigError
-from verl_hadw.options import parse_hadw
+from verl_hadw.core.errors import ConfigError
+from verl_hadw.verl_adapter.run_options import RunOptions, parse_hadw
 
 __all__ = ["check_filter_groups", "drops_groups"]
 
@@ -30,11 +30,13 @@ def drops_groups(config) -> bool:
     return enabled and bool(config.trainer.get("use_v1", True))
 
 
-def check_filter_groups(config) -> None:
-    """Raise ConfigError for HA-DW (any base) with dynamic sampling on a v1 trainer, unless the anchor is fixed."""
+def check_filter_groups(config, run: RunOptions | None = None) -> None:
+    """Raise ConfigError for HA-DW (any base) with dynamic sampling on a v1 trainer, unless the anchor is fixed.
+    ``run``: the config's parsed options, when the caller has them."""
     if config.algorithm.get("adv_estimator") != "hadw" or not drops_groups(config):
         return
-    if parse_hadw(config.algorithm).anchor.mode == "fixed":
+    hadw = run.hadw if run is not None else parse_hadw(config.algorithm)
+    if hadw.anchor.mode == "fixed":
         return  # a fixed anchor never reads y_t
     raise ConfigError(
         "algorithm.adv_estimator=hadw cannot run with algorithm.filter_groups.enable=true (DAPO dynamic "
