@@ -120,10 +120,9 @@ def test_trl_refuses_them_in_its_anchor_file_and_its_trainer_state(tmp_path, kin
     from trl_helpers import config as trl_config
 
     from verl_hadw.trl.trainer_anchor import TrainerAnchor
-    from verl_hadw.verl_adapter.run_options import options_of
 
     args = trl_config(tmp_path)
-    anchor = TrainerAnchor(args.hadw_options(), options_of(args.algorithm_node()))
+    anchor = TrainerAnchor(args.hadw_options(), args.recorded_options())
     anchor.observe(1, 3.0, 8)
     folder = tmp_path / "checkpoint-1"
     folder.mkdir()
@@ -132,7 +131,7 @@ def test_trl_refuses_them_in_its_anchor_file_and_its_trainer_state(tmp_path, kin
     path = folder / (STATE_FILE if which == "anchor file" else "trainer_state.json")
     problem = replace_with(path, kind)
     with pytest.raises(AnchorFileError) as info:
-        TrainerAnchor(args.hadw_options(), options_of(args.algorithm_node())).start(str(folder))
+        TrainerAnchor(args.hadw_options(), args.recorded_options()).start(str(folder))
     assert str(path) in str(info.value) and problem in str(info.value)
 
 

@@ -27,7 +27,6 @@ from verl_hadw.trl import HadwGRPOConfig, HadwGRPOTrainer
 from verl_hadw.trl.grpo_config import declared_fields, fields_table
 from verl_hadw.trl.loss_types import LOSS_TYPES, check_loss_type, loss_type_table
 from verl_hadw.trl.trainer_anchor import TrainerAnchor
-from verl_hadw.verl_adapter.run_options import options_of
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -168,7 +167,7 @@ def test_non_binary_accuracy_without_threshold_names_the_field(tmp_path, estimat
 def saved_checkpoint(root: Path, step: int = 2, **overrides) -> Path:
     """A ``checkpoint-<step>`` folder holding an anchor file written by a run with ``overrides``."""
     args = config(root, **overrides)
-    anchor = TrainerAnchor(args.hadw_options(), options_of(args.algorithm_node()))
+    anchor = TrainerAnchor(args.hadw_options(), args.recorded_options())
     anchor.observe(1, 3.0, 8)
     anchor.observe(step, 5.0, 8)
     folder = root / f"checkpoint-{step}"
@@ -180,7 +179,7 @@ def saved_checkpoint(root: Path, step: int = 2, **overrides) -> Path:
 
 def anchor_of(root: Path, **overrides) -> TrainerAnchor:
     args = config(root, **overrides)
-    return TrainerAnchor(args.hadw_options(), options_of(args.algorithm_node()))
+    return TrainerAnchor(args.hadw_options(), args.recorded_options())
 
 
 def test_resume_with_a_changed_meaning_refuses_naming_the_field(tmp_path):

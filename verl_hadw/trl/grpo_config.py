@@ -139,6 +139,11 @@ class HadwGRPOConfig(GRPOConfig):
         dgpo = self.adv_estimator == "dgpo" or self.hadw_options().base == "dgpo"
         return dgpo and self.dgpo_options().valid_token_norm
 
+    def algorithm_node(self) -> dict:
+        """These options in the shape of verl's ``algorithm`` node (a plain dict: for comparisons with verl)."""
+        return {**_nested({**self._values("hadw"), **self._values("dgpo")}), "adv_estimator": self.adv_estimator,
+                "norm_adv_by_std_in_grpo": self.norm_by_std()}
+
     def recorded_options(self) -> dict[str, Any]:
         """These options as an anchor file records them and a resume compares (``compatibility.flat_options``:
         the same flat keys as verl's, so a file means the same under either adapter)."""
