@@ -91,7 +91,7 @@ def test_sdist_and_wheel_pass_twine_check(tmp_path):
         (src / name).write_bytes((ROOT / name).read_bytes())
     sh(sys.executable, "-m", "build", "--no-isolation", "--outdir", tmp_path / "dist", src)
     built = sorted((tmp_path / "dist").iterdir())
-    assert [p.suffix for p in built] == [".gz", ".whl"], built
+    assert sorted(p.suffix for p in built) == [".gz", ".whl"], built
     out = sh(sys.executable, "-m", "twine", "check", "--strict", *built)
     assert out.count("PASSED") == 2, out
 
