@@ -34,7 +34,9 @@ def freeze(python: Path) -> dict[str, str]:
     out = {}
     for line in sh(python, "-m", "pip", "freeze", "--all").splitlines():
         name, sep, version = line.partition("==")
-        out[re.sub(r"[-_.]+", "-", name).lower()] = version if sep else line
+        if not sep:  # "name @ file:///..." (a local install)
+            name, _, version = line.partition(" @ ")
+        out[re.sub(r"[-_.]+", "-", name.strip()).lower()] = version.strip()
     return out
 
 
