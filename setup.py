@@ -12,9 +12,12 @@ from setuptools import find_packages, setup
 
 HERE = Path(__file__).resolve().parent
 META = dict(
-    re.findall(r'^(__version__|VERL_VERSION) = "([^"]+)"', (HERE / "verl_hadw" / "__init__.py").read_text(), re.M)
+    re.findall(r'^(__version__|VERL_VERSION|VERL_RANGE|TRL_RANGE) = "([^"]+)"',
+               (HERE / "verl_hadw" / "__init__.py").read_text(), re.M)
 )
-VERL = f"verl=={META['VERL_VERSION']}"
+VERL = f"verl{META['VERL_RANGE']}"
+# verl's default (v1) trainer imports these, but verl's base requirements omit them.
+VERL_EXTRA = [VERL, "TransferQueue>=0.1.10", "pyzmq", "msgspec", "cachetools", "fastapi", "uvicorn"]
 
 # configs/ (Hydra YAMLs of the reproductions and the CPU demo) ships as the data package verl_hadw_configs, a
 # namespace package (no __init__.py: nothing under configs/ is Python; verl_hadw.config_paths finds it by its
@@ -27,8 +30,11 @@ CONFIG_PACKAGES = ["verl_hadw_configs"] + sorted(
 )
 
 EXTRAS = {
-    "repro": ["math-verify", "matplotlib"],  # reward checker, results plot (datasets, pandas, tensorboard: verl)
-    "research": ["scipy", "matplotlib"],  # bias theory, simulator plots
+    "verl": VERL_EXTRA,  # the verl plugin (verl_hadw.verl_adapter): beside the user's verl, within VERL_RANGE
+    "trl": [f"trl{META['TRL_RANGE']}"],  # HA-DW / DGPO in TRL's GRPOTrainer (verl_hadw.trl): no verl, Ray or vLLM
+    # reward checker, results plot (datasets, pandas, tensorboard: verl); the kit composes and runs verl configs
+    "repro": [*VERL_EXTRA, "math-verify", "matplotlib"],
+    "research": [*VERL_EXTRA, "scipy", "matplotlib"],  # bias theory, simulator plots (the simulator calls verl)
     "test": [
         "pytest",
         "hypothesis",
@@ -37,36 +43,27 @@ EXTRAS = {
         "psutil",
         "ruff",
         "mkdocs>=1.6,<2",
-    ],  # build: wheel test; psutil: RSS; ruff: lint; mkdocs: the docs build (validation of anchors needs 1.6)
+        "twine",
+    ],  # build, twine: wheel and sdist checks; psutil: RSS; ruff: lint; mkdocs: the docs build (anchors need 1.6)
     # GPU-only, never installed on CPU machines: verl's own pins (vllm 0.24.0, torch 2.11.0, transformers 5.9.0,
     # its flash-attn build) through its extras.
-    "gpu": [f"verl[vllm,fsdp]=={META['VERL_VERSION']}"],
-    "trl": ["trl==1.16.0"],  # HA-DW / DGPO in TRL's GRPOTrainer (verl_hadw.trl); resolves beside verl's transformers
+    "gpu": [f"verl[vllm,fsdp]=={META['VERL_VERSION']}", *VERL_EXTRA[1:]],
 }
 
 setup(
     name="verl-hadw",
     version=META["__version__"],
-    description="HA-DW and DGPO group-relative advantage estimators for verl",
+    description="HA-DW and DGPO group-relative advantage estimators for verl and TRL",
     long_description=(HERE / "README.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
     packages=find_packages(include=["verl_hadw", "verl_hadw.*"]) + CONFIG_PACKAGES,
     package_dir={"verl_hadw_configs": "configs"},
     package_data={pkg: ["*.yaml"] for pkg in CONFIG_PACKAGES},
-    install_requires=[
-        VERL,
-        # verl's default (v1) trainer imports these, but verl's base requirements omit them.
-        "TransferQueue>=0.1.10",
-        "pyzmq",
-        "msgspec",
-        "cachetools",
-        "fastapi",
-        "uvicorn",
-    ],
+    install_requires=["torch", "numpy"],  # the core; every framework comes with its extra
     extras_require=EXTRAS,
     entry_points={
-        "verl.plugins": ["verl_hadw = verl_hadw.register"],
+        "verl.plugins": ["verl_hadw = verl_hadw.verl_adapter.entry_point"],
         "console_scripts": ["verl-hadw = verl_hadw.cli:main"],
     },
 )

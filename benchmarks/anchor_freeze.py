@@ -24,8 +24,8 @@ import argparse
 
 import numpy as np
 
-from verl_hadw.anchor import AnchorState
-from verl_hadw.options import AnchorConfig
+from verl_hadw.core.anchor import AnchorState
+from verl_hadw.core.options import AnchorConfig
 
 STEPS = 300
 FIT_FROM = 120

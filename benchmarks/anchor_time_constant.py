@@ -20,8 +20,8 @@ import math
 import random
 import statistics
 
-from verl_hadw.anchor import AnchorState
-from verl_hadw.options import AnchorConfig
+from verl_hadw.core.anchor import AnchorState
+from verl_hadw.core.options import AnchorConfig
 
 
 def run(cfg: AnchorConfig, ys: list[float]) -> list[float]:

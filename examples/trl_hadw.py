@@ -1,6 +1,6 @@
 """HA-DW (or DGPO) in TRL's GRPOTrainer on a tiny model built locally: no hub, no GPU, about 15 s on a CPU.
 
-    pip install "verl-hadw[trl]"
+    pip install -e ".[trl]"                          # from a clone, in TRL's environment
     python examples/trl_hadw.py                      # HA-DW over GRPO
     python examples/trl_hadw.py --estimator dgpo     # DGPO
     python examples/trl_hadw.py --base dgpo          # HA-DW over DGPO

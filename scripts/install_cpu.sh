@@ -11,6 +11,6 @@ want=$(cat setup.py constraints-cpu.txt | sha256sum | cut -c1-16)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "[install] verl-hadw + verl 0.9.1 + CPU torch into $venv (about 2 minutes on a new machine)"
   "$venv/bin/python" -m pip install -q -U pip
-  "$venv/bin/python" -m pip install -q -c constraints-cpu.txt -e ".[repro,research,test,trl]"
+  "$venv/bin/python" -m pip install -q -c constraints-cpu.txt -e ".[verl,repro,research,test,trl]"
   echo "$want" > "$stamp"
 fi

@@ -7,9 +7,10 @@ import warnings
 
 import pytest
 
-from verl_hadw.anchor import AnchorState, AnchorStepError
-from verl_hadw.anchor import client as anchor_client
-from verl_hadw.options import AnchorConfig, parse_hadw
+from verl_hadw.core.anchor import AnchorState, AnchorStepError
+from verl_hadw.core.options import AnchorConfig
+from verl_hadw.verl_adapter import anchor_client as anchor_client
+from verl_hadw.verl_adapter.run_options import parse_hadw
 
 
 def reference(cfg: AnchorConfig, ys: list[float]) -> list[tuple[float, float]]:

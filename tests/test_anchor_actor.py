@@ -13,13 +13,13 @@ from omegaconf import OmegaConf
 from verl.trainer.ppo.ray_trainer import compute_advantage
 from verl.utils.skip.skip_manager import SkipManager
 
-from verl_hadw import metrics, process_state
-from verl_hadw.anchor import client as anchor_client
-from verl_hadw.anchor.file_format import STATE_FILE
-from verl_hadw.anchor.stores import LocalStore, RayStore, actor_name
 from verl_hadw.callback import HadwCheckpointCallback
-from verl_hadw.errors import ConfigError, MissingAnchorStateError
-from verl_hadw.options import parse_hadw
+from verl_hadw.core.anchor.file_format import STATE_FILE
+from verl_hadw.core.errors import ConfigError, MissingAnchorStateError
+from verl_hadw.verl_adapter import anchor_client as anchor_client
+from verl_hadw.verl_adapter import metrics, process_state
+from verl_hadw.verl_adapter.anchor_stores import LocalStore, RayStore, actor_name
+from verl_hadw.verl_adapter.run_options import parse_hadw
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray_driver]  # Ray: tens of seconds, in a child pytest (own_process.py)
 

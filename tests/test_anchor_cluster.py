@@ -27,12 +27,13 @@ sys.path.insert(0, HERE)  # script mode: anchor_run, helpers
 from anchor_run import batch, config  # noqa: E402
 from helpers import algo, make_inputs, start_ray_node  # noqa: E402
 
-from verl_hadw import metrics  # noqa: E402
-from verl_hadw.anchor import AnchorState  # noqa: E402
-from verl_hadw.anchor import client as anchor_client  # noqa: E402
-from verl_hadw.anchor.file_format import STATE_FILE  # noqa: E402
-from verl_hadw.anchor.stores import AnchorService, actor_name, wait_until_released  # noqa: E402
-from verl_hadw.options import AnchorConfig, parse_hadw  # noqa: E402
+from verl_hadw.core.anchor import AnchorState  # noqa: E402
+from verl_hadw.core.anchor.file_format import STATE_FILE  # noqa: E402
+from verl_hadw.core.options import AnchorConfig  # noqa: E402
+from verl_hadw.verl_adapter import anchor_client as anchor_client  # noqa: E402
+from verl_hadw.verl_adapter import metrics  # noqa: E402
+from verl_hadw.verl_adapter.anchor_stores import AnchorService, actor_name, wait_until_released  # noqa: E402
+from verl_hadw.verl_adapter.run_options import parse_hadw  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray_driver]  # a Ray driver: a child pytest (tests/own_process.py)
 
@@ -94,7 +95,7 @@ def call_inputs(step: int, call: int):
 def test_anchor_on_a_lost_node_is_rebuilt_from_the_drivers_mirror(cluster, worker_node):
     from verl.utils.skip.skip_manager import SkipManager
 
-    from verl_hadw.estimators import compute_hadw_outcome_advantage
+    from verl_hadw.verl_adapter.estimators import compute_hadw_outcome_advantage
 
     node = worker_node("anchor_node")
     key, straight_key = "cluster/node-loss", "cluster/node-loss-straight"

@@ -13,13 +13,13 @@ from omegaconf import OmegaConf
 from verl.trainer.ppo.ray_trainer import compute_advantage
 from verl.utils.skip.skip_manager import SkipManager
 
-from verl_hadw import process_state
-from verl_hadw.anchor import file_format
-from verl_hadw.anchor.checkpoint_dirs import earlier_valid_checkpoint
-from verl_hadw.anchor.file_format import STATE_FILE, read_bounded
-from verl_hadw.anchor.legacy_snapshots import SNAPSHOT_DIR
 from verl_hadw.callback import HadwCheckpointCallback
-from verl_hadw.errors import AnchorFileError
+from verl_hadw.core.anchor import file_format
+from verl_hadw.core.anchor.checkpoint_dirs import earlier_valid_checkpoint
+from verl_hadw.core.anchor.file_format import STATE_FILE, read_bounded
+from verl_hadw.core.errors import AnchorFileError
+from verl_hadw.verl_adapter import process_state
+from verl_hadw.verl_adapter.legacy_snapshots import SNAPSHOT_DIR
 
 
 def _fifo(path):
@@ -119,11 +119,10 @@ def test_the_legacy_snapshot_reader_refuses_them_too(tmp_path, kind):
 def test_trl_refuses_them_in_its_anchor_file_and_its_trainer_state(tmp_path, kind, which):
     from trl_helpers import config as trl_config
 
-    from verl_hadw.anchor.compatibility import options_of
     from verl_hadw.trl.trainer_anchor import TrainerAnchor
 
     args = trl_config(tmp_path)
-    anchor = TrainerAnchor(args.hadw_options(), options_of(args.algorithm_node()))
+    anchor = TrainerAnchor(args.hadw_options(), args.recorded_options())
     anchor.observe(1, 3.0, 8)
     folder = tmp_path / "checkpoint-1"
     folder.mkdir()
@@ -132,7 +131,7 @@ def test_trl_refuses_them_in_its_anchor_file_and_its_trainer_state(tmp_path, kin
     path = folder / (STATE_FILE if which == "anchor file" else "trainer_state.json")
     problem = replace_with(path, kind)
     with pytest.raises(AnchorFileError) as info:
-        TrainerAnchor(args.hadw_options(), options_of(args.algorithm_node())).start(str(folder))
+        TrainerAnchor(args.hadw_options(), args.recorded_options()).start(str(folder))
     assert str(path) in str(info.value) and problem in str(info.value)
 
 

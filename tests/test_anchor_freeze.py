@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from verl_hadw.anchor import AnchorState
-from verl_hadw.options import AnchorConfig
+from verl_hadw.core.anchor import AnchorState
+from verl_hadw.core.options import AnchorConfig
 
 LITERAL = AnchorConfig(eta_min=0.0)
 

@@ -9,11 +9,11 @@ from omegaconf import OmegaConf
 from resume_cases import canonical, config, run
 from verl.utils.skip.skip_manager import SkipManager
 
-from verl_hadw import process_state
-from verl_hadw.anchor import client as anchor_client
-from verl_hadw.anchor.stores import LocalStore, RayStore, actor_name
-from verl_hadw.errors import AnchorActorError
-from verl_hadw.options import parse_hadw
+from verl_hadw.core.errors import AnchorActorError
+from verl_hadw.verl_adapter import anchor_client as anchor_client
+from verl_hadw.verl_adapter import process_state
+from verl_hadw.verl_adapter.anchor_stores import LocalStore, RayStore, actor_name
+from verl_hadw.verl_adapter.run_options import parse_hadw
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray_driver]  # real Ray: tens of seconds, in a child pytest (own_process.py)
 

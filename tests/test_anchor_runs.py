@@ -8,9 +8,9 @@ from omegaconf import OmegaConf
 from verl.trainer.ppo.ray_trainer import compute_advantage
 from verl.utils.skip.skip_manager import SkipManager
 
-from verl_hadw import metrics
 from verl_hadw.callback import HadwCheckpointCallback
-from verl_hadw.errors import ConfigError
+from verl_hadw.core.errors import ConfigError
+from verl_hadw.verl_adapter import metrics
 
 KEY = "proj/exp"  # anchor_run's state_key
 

@@ -18,10 +18,11 @@ import pytest
 import ray
 from helpers import start_ray_node
 
-from verl_hadw.anchor import AnchorState
-from verl_hadw.anchor import client as anchor_client
-from verl_hadw.anchor.stores import actor_name
-from verl_hadw.options import AnchorConfig, parse_hadw
+from verl_hadw.core.anchor import AnchorState
+from verl_hadw.core.options import AnchorConfig
+from verl_hadw.verl_adapter import anchor_client as anchor_client
+from verl_hadw.verl_adapter.anchor_stores import actor_name
+from verl_hadw.verl_adapter.run_options import parse_hadw
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray_driver]  # a Ray driver: a child pytest (tests/own_process.py)
 

@@ -11,13 +11,13 @@ from omegaconf import OmegaConf
 from verl.trainer.ppo.ray_trainer import compute_advantage
 from verl.utils.skip.skip_manager import SkipManager
 
-from verl_hadw import process_state
-from verl_hadw.anchor import AnchorState, file_format
-from verl_hadw.anchor import client as anchor_client
-from verl_hadw.anchor.file_format import STATE_FILE
 from verl_hadw.callback import HadwCheckpointCallback
-from verl_hadw.errors import AnchorFileError, AnchorSaveError, MissingAnchorStateError
-from verl_hadw.options import parse_hadw
+from verl_hadw.core.anchor import AnchorState, file_format
+from verl_hadw.core.anchor.file_format import STATE_FILE
+from verl_hadw.core.errors import AnchorFileError, AnchorSaveError, MissingAnchorStateError
+from verl_hadw.verl_adapter import anchor_client as anchor_client
+from verl_hadw.verl_adapter import process_state
+from verl_hadw.verl_adapter.run_options import parse_hadw
 
 
 def saved_run(tmp_path, last=3):
@@ -125,7 +125,7 @@ def test_a_checkpoint_without_weights_is_not_offered(tmp_path):
 def test_allow_missing_state_continues_past_a_damaged_file_with_a_fresh_anchor(tmp_path, caplog):
     path = saved_run(tmp_path)
     path.write_text('{"global_step": 3')
-    with caplog.at_level(logging.WARNING, logger="verl_hadw.anchor"):
+    with caplog.at_level(logging.WARNING, logger="verl_hadw.core.anchor"):
         cb = HadwCheckpointCallback(config(str(tmp_path), resume=True, extra_hadw={"allow_missing_state": True}))
     assert cb.restored_step is None
     messages = [r.message for r in caplog.records]
@@ -163,7 +163,7 @@ def test_resume_under_a_changed_anchor_config_keeps_history_and_warns(tmp_path, 
     cfg = OmegaConf.merge(
         config(str(tmp_path), resume=True), {"algorithm": {"hadw": {"anchor": {"window": window, "eta": eta}}}}
     )
-    with caplog.at_level(logging.WARNING, logger="verl_hadw.anchor"):
+    with caplog.at_level(logging.WARNING, logger="verl_hadw.core.anchor"):
         cb = HadwCheckpointCallback(cfg)
     assert cb.restored_step == 8
     warnings = [r.message for r in caplog.records if "another algorithm.hadw.anchor config" in r.message]

@@ -17,14 +17,14 @@ import torch
 from helpers import algo, make_inputs, row_adv
 from omegaconf import OmegaConf
 
-from verl_hadw.anchor import legacy_snapshots
-from verl_hadw.anchor.checkpoint_dirs import resolve_resume_dir
-from verl_hadw.config_check import check_sections, unused_options
-from verl_hadw.errors import ConfigError, UnusedOptionsWarning
-from verl_hadw.estimators import compute_dgpo_outcome_advantage as dgpo
-from verl_hadw.estimators import compute_hadw_outcome_advantage as hadw
-from verl_hadw.options import HadwConfig
-from verl_hadw.validation import validate_config
+from verl_hadw.core.errors import ConfigError, UnusedOptionsWarning
+from verl_hadw.core.options import HadwConfig
+from verl_hadw.verl_adapter import legacy_snapshots
+from verl_hadw.verl_adapter.config_check import check_sections, unused_options
+from verl_hadw.verl_adapter.estimators import compute_dgpo_outcome_advantage as dgpo
+from verl_hadw.verl_adapter.estimators import compute_hadw_outcome_advantage as hadw
+from verl_hadw.verl_adapter.resume_dir import resolve_resume_dir
+from verl_hadw.verl_adapter.validation import validate_config
 
 _keys = itertools.count()
 BOTH = pytest.mark.parametrize("fn", [hadw, dgpo], ids=["hadw", "dgpo"])
@@ -275,7 +275,7 @@ def test_zero_length_arrays_of_scores_stay_errors():
     ],
 )
 def test_an_option_in_another_section_names_its_section(node, expected):
-    from verl_hadw.options import parse_dgpo, parse_hadw
+    from verl_hadw.verl_adapter.run_options import parse_dgpo, parse_hadw
 
     parse = parse_dgpo if "dgpo" in node else parse_hadw  # each estimator parses its own section
     with pytest.raises(ConfigError) as info:

@@ -5,7 +5,7 @@ checkpoints, and its sampling draws afresh at every step. The run is the session
 
 import pytest
 
-from verl_hadw.anchor.file_format import STATE_FILE
+from verl_hadw.core.anchor.file_format import STATE_FILE
 from verl_hadw.toy.plot import rise
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e("demo")]

@@ -68,7 +68,7 @@ def test_a_nav_entry_without_its_page_fails_the_build(site):
 
 
 def test_docs_options_block_is_generated_from_the_declarations():
-    from verl_hadw.options import options_yaml
+    from verl_hadw.core.options import options_yaml
 
     page = (ROOT / "docs" / "options.md").read_text(encoding="utf-8")
     block = page.split("<!-- options:begin -->\n```yaml\n", 1)[1].split("```\n<!-- options:end -->", 1)[0]

@@ -186,7 +186,7 @@ def check_main_ppo(args: list[str]) -> None:
         return
     config = compose_config(directory, name, overrides)
     if config.algorithm.adv_estimator in ("hadw", "dgpo"):
-        from verl_hadw.validation import validate_config
+        from verl_hadw.verl_adapter.validation import validate_config
 
         validate_config(config)
 
@@ -301,7 +301,7 @@ def compose_config(directory: Path, name: str, overrides: list[str]):
     ("python -m pytest -m fast", "unregistered marker"),
     ("python -m pytest tests/test_nothing_*.py", "no tests/test_nothing_*.py"),
     ("python benchmarks/no_such_bench.py", "benchmarks/no_such_bench.py does not exist"),
-    ("python -c 'from verl_hadw.options import no_such_name'", "has no no_such_name"),
+    ("python -c 'from verl_hadw.core.options import no_such_name'", "has no no_such_name"),
     ("pip install -e .[no_such_extra]", "unknown extra"),
     ("VERL_HADW_NO_SUCH_VARIABLE=1 verl-hadw doctor", "VERL_HADW_NO_SUCH_VARIABLE is read by no script or module"),
 ])

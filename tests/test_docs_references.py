@@ -1,4 +1,4 @@
-"""What the docs cite exists: repository paths in code spans (`verl_hadw/anchor/machine.py`, `configs/cpu/`),
+"""What the docs cite exists: repository paths in code spans (`verl_hadw/core/anchor/machine.py`, `configs/cpu/`),
 test files and test names (`tests/test_e2e_cpu.py`, `test_anchor_actor.py::test_...`, `::test_...…` after a file,
 a bare `test_name`), and the links of README.md and CONTRIBUTING.md (files and anchors; the docs pages' own links
 are checked by `mkdocs build --strict`, tests/test_docs_build.py). Test names are read with ast, not by pytest."""
@@ -97,7 +97,8 @@ def test_the_checks_catch_a_stale_reference():
     assert stale_test_references("`tests/test_nothing.py`") == ["tests/test_nothing.py: no tests/test_nothing.py"]
     assert stale_test_references("`test_killed_actor_is_rebuilt_…` and `test_never_written`") == [
         "test_never_written: no such test in tests/"]
-    assert stale_paths("`verl_hadw/anchor/machine.py`, `configs/eval/*.yaml`, `scripts/gone.sh`") == ["scripts/gone.sh"]
+    assert stale_paths("`verl_hadw/core/anchor/machine.py`, `configs/eval/*.yaml`, `scripts/gone.sh`") == [
+        "scripts/gone.sh"]
 
 
 def test_readme_and_contributing_links_resolve():

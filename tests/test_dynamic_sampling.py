@@ -10,9 +10,9 @@ import pytest
 from omegaconf import OmegaConf
 
 from verl_hadw.callback import HadwCheckpointCallback
-from verl_hadw.dynamic_sampling import check_filter_groups, drops_groups
-from verl_hadw.errors import ConfigError
-from verl_hadw.validation import validate_config
+from verl_hadw.core.errors import ConfigError
+from verl_hadw.verl_adapter.dynamic_sampling import check_filter_groups, drops_groups
+from verl_hadw.verl_adapter.validation import validate_config
 
 
 def config(estimator="hadw", enable=True, use_v1=True, **hadw):

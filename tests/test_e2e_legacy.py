@@ -2,8 +2,8 @@
 ``legacy_straight`` and ``legacy_resumed`` launches, tests/e2e_runs.py).
 
 The legacy trainer has no checkpoint hook; the estimator snapshots the anchor beside verl's checkpoints
-(``verl_hadw/anchor/legacy_snapshots.py``). A run resumed from the step-2 checkpoint (and snapshot) must log the same
-anchor values at steps 3-4 as the uninterrupted run.
+(``verl_hadw/verl_adapter/legacy_snapshots.py``). A run resumed from the step-2 checkpoint (and snapshot) must log
+the same anchor values at steps 3-4 as the uninterrupted run.
 """
 
 import json

@@ -12,7 +12,7 @@ import json
 import pytest
 from e2e_runs import HALF, MODES, PROMPTS, STRAIGHT
 
-from verl_hadw.anchor.file_format import STATE_FILE
+from verl_hadw.core.anchor.file_format import STATE_FILE
 from verl_hadw.toy.launch import command
 from verl_hadw.toy.modes import SEPARATE_SYNC_STEPS, mode_overrides, requested_mode
 

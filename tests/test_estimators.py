@@ -8,9 +8,9 @@ import torch
 from helpers import algo, make_inputs, row_adv
 from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage
 
-from verl_hadw import metrics, process_state
-from verl_hadw.estimators import compute_dgpo_outcome_advantage as dgpo
-from verl_hadw.estimators import compute_hadw_outcome_advantage as hadw
+from verl_hadw.verl_adapter import metrics, process_state
+from verl_hadw.verl_adapter.estimators import compute_dgpo_outcome_advantage as dgpo
+from verl_hadw.verl_adapter.estimators import compute_hadw_outcome_advantage as hadw
 
 LAM = 1.3
 FIXED = {"mode": "fixed", "fixed_value": 0.5}
@@ -234,7 +234,7 @@ def test_hadw_over_grpo_is_bit_identical_with_unsorted_group_ids(normalize_phi):
     lengths = rng.integers(0, 7, size=n)  # some verl padding rows (length 0)
     rewards, mask, _ = make_inputs(scores, labels, lengths)
     codes = np.unique(labels, return_inverse=True)[1].astype(np.int64)  # ints: verl's sorted path
-    from verl_hadw.groups import group_ids
+    from verl_hadw.core.groups import group_ids
 
     valid = labels[lengths > 0]
     assert not torch.equal(group_ids(valid, "cpu", sorted_ids=False)[0], group_ids(valid, "cpu")[0])  # fast path
@@ -247,7 +247,7 @@ def test_hadw_over_grpo_is_bit_identical_with_unsorted_group_ids(normalize_phi):
 def test_group_stats_are_bit_identical_to_verls_group_mean_std():
     from verl.utils.groupwise import group_mean_std
 
-    from verl_hadw.groups import group_stats
+    from verl_hadw.core.groups import group_stats
 
     rng = np.random.default_rng(5)
     gid = torch.from_numpy(np.repeat(rng.permutation(30), rng.integers(1, 9, size=30)))  # singletons included

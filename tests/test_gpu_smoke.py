@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from verl_hadw.anchor import AnchorState
 from verl_hadw.cli import main as cli_main
-from verl_hadw.options import AnchorConfig
+from verl_hadw.core.anchor import AnchorState
+from verl_hadw.core.options import AnchorConfig
 from verl_hadw.repro import smoke as S
 from verl_hadw.repro.compose import compose_run
 

@@ -8,10 +8,10 @@ import torch
 from helpers import algo
 from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage
 
-from verl_hadw.advantages import grpo_advantage
-from verl_hadw.estimators import compute_dgpo_outcome_advantage as dgpo
-from verl_hadw.estimators import compute_hadw_outcome_advantage as hadw
-from verl_hadw.groups import group_ids, prepare_batch
+from verl_hadw.core.advantages import grpo_advantage
+from verl_hadw.core.groups import group_ids, prepare_batch
+from verl_hadw.verl_adapter.estimators import compute_dgpo_outcome_advantage as dgpo
+from verl_hadw.verl_adapter.estimators import compute_hadw_outcome_advantage as hadw
 
 RNG = np.random.default_rng(28)
 UIDS = np.array([f"{RNG.integers(1 << 40):010x}" for _ in range(12)], dtype=object)

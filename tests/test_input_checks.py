@@ -5,9 +5,9 @@ import torch
 from helpers import algo, make_inputs
 from torch.overrides import TorchFunctionMode
 
-from verl_hadw.estimators import compute_dgpo_outcome_advantage as dgpo
-from verl_hadw.estimators import compute_hadw_outcome_advantage as hadw
-from verl_hadw.groups import check_inputs
+from verl_hadw.core.groups import check_inputs
+from verl_hadw.verl_adapter.estimators import compute_dgpo_outcome_advantage as dgpo
+from verl_hadw.verl_adapter.estimators import compute_hadw_outcome_advantage as hadw
 
 FIXED = {"mode": "fixed", "fixed_value": 0.5}
 BOTH = pytest.mark.parametrize("fn", [hadw, dgpo], ids=["hadw", "dgpo"])

@@ -16,10 +16,10 @@ from omegaconf import OmegaConf
 from verl.trainer.ppo.ray_trainer import compute_advantage
 from verl.utils.skip.skip_manager import SkipManager
 
-from verl_hadw import metrics, process_state
-from verl_hadw.anchor.file_format import STATE_FILE
-from verl_hadw.anchor.legacy_snapshots import SNAPSHOT_DIR, from_config
-from verl_hadw.errors import MissingAnchorStateError
+from verl_hadw.core.anchor.file_format import STATE_FILE
+from verl_hadw.core.errors import MissingAnchorStateError
+from verl_hadw.verl_adapter import metrics, process_state
+from verl_hadw.verl_adapter.legacy_snapshots import SNAPSHOT_DIR, from_config
 
 pytestmark = pytest.mark.slow  # Ray / fake-cluster shells: tens of seconds
 

@@ -3,16 +3,9 @@ import dataclasses
 import pytest
 from omegaconf import OmegaConf
 
-from verl_hadw.errors import ConfigError
-from verl_hadw.options import (
-    AnchorConfig,
-    DgpoConfig,
-    HadwConfig,
-    grpo_norm_by_std,
-    log_metrics,
-    parse_dgpo,
-    parse_hadw,
-)
+from verl_hadw.core.errors import ConfigError
+from verl_hadw.core.options import AnchorConfig, DgpoConfig, HadwConfig
+from verl_hadw.verl_adapter.run_options import grpo_norm_by_std, log_metrics, parse_dgpo, parse_hadw
 
 
 def test_defaults_from_missing_nodes():
@@ -121,7 +114,7 @@ def test_readme_options_block_is_generated_from_the_declarations():
     """One declaration per option: the README's block must equal what options.py generates."""
     from pathlib import Path
 
-    from verl_hadw.options import options_yaml
+    from verl_hadw.core.options import options_yaml
 
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
     block = readme.split("<!-- options:begin -->\n```yaml\n", 1)[1].split("```\n<!-- options:end -->", 1)[0]
@@ -133,7 +126,7 @@ def test_readme_options_block_is_generated_from_the_declarations():
 def test_every_user_option_has_a_doc_and_a_check():
     import dataclasses
 
-    from verl_hadw.options import AnchorConfig
+    from verl_hadw.core.options import AnchorConfig
 
     for cls in (HadwConfig, DgpoConfig, AnchorConfig):
         for f in dataclasses.fields(cls):

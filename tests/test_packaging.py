@@ -54,23 +54,46 @@ def test_wheel_builds_without_package_warnings_and_ships_every_yaml(wheel):
     assert modules <= names, sorted(modules - names)
 
 
-def test_wheel_metadata_has_one_verl_pin_and_the_extras(wheel):
-    """The plugin needs verl alone; [gpu] follows verl's own GPU pins through its extras (vllm, fsdp)."""
+def test_wheel_metadata_has_one_verl_range_and_the_extras(wheel):
+    """The base install is the core (torch, numpy); verl comes with [verl] as a range (one place: VERL_RANGE), TRL
+    with [trl] as a range, never verl; [gpu] follows verl's own GPU pins through its extras (vllm, fsdp)."""
+    from packaging.requirements import Requirement
+
     import verl_hadw
 
     path, _, _ = wheel
     (meta,) = [n for n in zipfile.ZipFile(path).namelist() if n.endswith(".dist-info/METADATA")]
     text = zipfile.ZipFile(path).read(meta).decode()
-    requires = re.findall(r"^Requires-Dist: (.*)$", text, re.M)
-    core = [r for r in requires if "extra ==" not in r]
-    assert f"verl=={verl_hadw.VERL_VERSION}" in core
-    assert not any(
-        r.split("[")[0].split("=")[0].split(">")[0].strip() in {"scipy", "matplotlib", "math-verify"} for r in core
-    )
-    assert f'verl[fsdp,vllm]=={verl_hadw.VERL_VERSION}; extra == "gpu"' in requires
+    requires = [Requirement(r) for r in re.findall(r"^Requires-Dist: (.*)$", text, re.M)]
+    core = sorted(r.name for r in requires if r.marker is None)
+    assert core == ["numpy", "torch"]
+    by_extra = {}
+    for r in requires:
+        if r.marker is not None:
+            by_extra.setdefault(str(r.marker).split('"')[1], {})[r.name] = r
+    assert by_extra["verl"]["verl"].specifier == Requirement(f"verl{verl_hadw.VERL_RANGE}").specifier
+    assert by_extra["verl"]["verl"].specifier.contains(verl_hadw.VERL_VERSION)
+    assert set(by_extra["trl"]) == {"trl"} and str(by_extra["trl"]["trl"].specifier) != ""
+    trl = by_extra["trl"]["trl"].specifier
+    assert not trl.contains("1.15.0") and trl.contains("1.16.0")
+    assert str(by_extra["gpu"]["verl"].specifier) == f"=={verl_hadw.VERL_VERSION}"
+    assert by_extra["gpu"]["verl"].extras == {"fsdp", "vllm"}
     assert re.search(r"^Version: " + re.escape(verl_hadw.__version__) + "$", text, re.M)
-    for extra in ("repro", "research", "test", "gpu"):
+    for extra in ("verl", "trl", "repro", "research", "test", "gpu"):
         assert f"Provides-Extra: {extra}" in text
+
+
+def test_sdist_and_wheel_pass_twine_check(tmp_path):
+    """``python -m build`` (sdist and wheel from a clean copy) and ``twine check``: ready to publish."""
+    src = tmp_path / "src"
+    for name in sh("git", "ls-files", cwd=ROOT).split():
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        (src / name).write_bytes((ROOT / name).read_bytes())
+    sh(sys.executable, "-m", "build", "--no-isolation", "--outdir", tmp_path / "dist", src)
+    built = sorted((tmp_path / "dist").iterdir())
+    assert sorted(p.suffix for p in built) == [".gz", ".whl"], built
+    out = sh(sys.executable, "-m", "twine", "check", "--strict", *built)
+    assert out.count("PASSED") == 2, out
 
 
 def _new_venv(tmp: Path, *install: str | Path) -> tuple[Path, Path]:
@@ -106,7 +129,7 @@ def run_in(venv, *args):
 def test_installed_wheel_doctor_configs_and_demo_config(venv):
     bin_dir = venv[0] / "bin"
     out = run_in(venv, bin_dir / "verl-hadw", "doctor")
-    assert "all good" in out and "hadw -> verl_hadw.estimators.compute_hadw_outcome_advantage" in out
+    assert "all good" in out and "hadw -> verl_hadw.verl_adapter.estimators.compute_hadw_outcome_advantage" in out
     runs = run_in(venv, bin_dir / "verl-hadw", "configs", "--list")
     assert "hadw_t1_qwen3_4b_grpo_hadw" in runs and "dgpo_t1_dgpo" in runs
     # a run of <paper>/experiments/ composes from the installed YAMLs (no configs/__init__.py: a namespace package)

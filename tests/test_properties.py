@@ -10,9 +10,9 @@ from helpers import algo, make_inputs, row_adv
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verl_hadw import metrics, process_state
-from verl_hadw.estimators import compute_dgpo_outcome_advantage as dgpo
-from verl_hadw.estimators import compute_hadw_outcome_advantage as hadw
+from verl_hadw.verl_adapter import metrics, process_state
+from verl_hadw.verl_adapter.estimators import compute_dgpo_outcome_advantage as dgpo
+from verl_hadw.verl_adapter.estimators import compute_hadw_outcome_advantage as hadw
 
 _keys = itertools.count()
 

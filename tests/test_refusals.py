@@ -17,13 +17,13 @@ import torch
 from helpers import algo, make_inputs
 from verl.utils.skip.skip_manager import SkipManager
 
-from verl_hadw import metrics, process_state
-from verl_hadw.estimators import compute_dgpo_outcome_advantage as dgpo
-from verl_hadw.estimators import compute_hadw_outcome_advantage as hadw
-from verl_hadw.process_state import PROCESS
+from verl_hadw.verl_adapter import metrics, process_state
+from verl_hadw.verl_adapter.estimators import compute_dgpo_outcome_advantage as dgpo
+from verl_hadw.verl_adapter.estimators import compute_hadw_outcome_advantage as hadw
+from verl_hadw.verl_adapter.process_state import PROCESS
 
 ROOT = Path(__file__).resolve().parents[1]
-CHECKED = ("verl_hadw/groups.py", "verl_hadw/group_labels.py", "verl_hadw/advantages.py")
+CHECKED = ("verl_hadw/core/groups.py", "verl_hadw/core/group_labels.py", "verl_hadw/core/advantages.py")
 
 
 def good(step):

@@ -14,7 +14,7 @@ import pytest
 from helpers import flat_config
 from repro_runs import ROOT, RUN_FILES, composed_runs
 
-from verl_hadw.errors import UnusedOptionsWarning
+from verl_hadw.core.errors import UnusedOptionsWarning
 from verl_hadw.repro import catalogue as K
 from verl_hadw.repro import compose as C
 

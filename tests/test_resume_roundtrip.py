@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from resume_cases import canonical, run
 
-from verl_hadw import process_state
+from verl_hadw.verl_adapter import process_state
 
 pytestmark = pytest.mark.slow  # one fresh process for all cases: tens of seconds
 

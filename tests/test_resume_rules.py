@@ -12,14 +12,15 @@ from omegaconf import OmegaConf
 from verl.trainer.ppo.ray_trainer import compute_advantage
 from verl.utils.skip.skip_manager import SkipManager
 
-from verl_hadw import process_state
-from verl_hadw.anchor import client as anchor_client
-from verl_hadw.anchor.compatibility import MEANING, RULES, TUNING, declared_options, options_of, rules_table
-from verl_hadw.anchor.file_format import STATE_FILE
-from verl_hadw.anchor.legacy_snapshots import SNAPSHOT_DIR
 from verl_hadw.callback import HadwCheckpointCallback
-from verl_hadw.errors import ResumeConflictError
-from verl_hadw.options import AnchorConfig, DgpoConfig, HadwConfig, parse_hadw
+from verl_hadw.core.anchor.compatibility import MEANING, RULES, TUNING, declared_options, rules_table
+from verl_hadw.core.anchor.file_format import STATE_FILE
+from verl_hadw.core.errors import ResumeConflictError
+from verl_hadw.core.options import AnchorConfig, DgpoConfig, HadwConfig
+from verl_hadw.verl_adapter import anchor_client as anchor_client
+from verl_hadw.verl_adapter import process_state
+from verl_hadw.verl_adapter.legacy_snapshots import SNAPSHOT_DIR
+from verl_hadw.verl_adapter.run_options import options_of, parse_hadw
 
 RESUME_PAGE = Path(__file__).resolve().parent.parent / "docs" / "reliability.md"  # "Resuming under changed options"
 
@@ -127,7 +128,7 @@ def test_a_meaning_change_refuses_the_resume_in_both_trainers(tmp_path, trainer,
 @pytest.mark.parametrize("trainer", ["v1", "legacy"])
 def test_a_tuning_change_continues_and_warns_old_to_new_in_both_trainers(tmp_path, caplog, trainer):
     change = {"hadw": {"anchor": {"eta": 8.0}, "log_metrics": False}, "dgpo": {"temperature": 1.0}}  # dgpo unused
-    with caplog.at_level(logging.WARNING, logger="verl_hadw.anchor"):
+    with caplog.at_level(logging.WARNING, logger="verl_hadw.core.anchor"):
         (v1_resume if trainer == "v1" else legacy_resume)(tmp_path, change)
     [warning] = [r.message for r in caplog.records if "continues under this run's options" in r.message]
     assert "algorithm.hadw.anchor.eta: 3.0 -> 8.0" in warning and "algorithm.hadw.log_metrics: True -> False" in warning
@@ -176,7 +177,7 @@ def test_newer_and_older_files_are_read_alike_by_both_trainers(tmp_path, caplog,
     edit(data)
     path.write_text(json.dumps(data))
     process_state.reset()
-    with caplog.at_level(logging.WARNING, logger="verl_hadw.anchor"):
+    with caplog.at_level(logging.WARNING, logger="verl_hadw.core.anchor"):
         resume()
     assert any(expected in r.message for r in caplog.records), [r.message for r in caplog.records]
     state = anchor_client.state_dict(parse_hadw({"hadw": {"state_key": KEY if trainer == "legacy" else "proj/exp",
@@ -192,7 +193,7 @@ def test_newer_and_older_files_are_read_alike_by_both_trainers(tmp_path, caplog,
     (lambda d: d["state"].update(prior=-0.2), "prior=-0.2 (expected a number in [0, 1]"),
 ])
 def test_damaged_or_unreadable_files_still_fail(tmp_path, edit, problem):
-    from verl_hadw.errors import AnchorFileError
+    from verl_hadw.core.errors import AnchorFileError
 
     run(str(tmp_path), 1, 3, save=True, resume=False)
     path = tmp_path / "global_step_3" / STATE_FILE
@@ -206,7 +207,7 @@ def test_damaged_or_unreadable_files_still_fail(tmp_path, edit, problem):
 
 
 def test_reward_units_accept_any_finite_value_but_not_nan(tmp_path):
-    from verl_hadw.errors import AnchorFileError
+    from verl_hadw.core.errors import AnchorFileError
 
     reward = {"difficulty_from": "reward"}
     run(str(tmp_path), 1, 3, save=True, resume=False, extra_hadw=reward)

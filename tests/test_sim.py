@@ -14,12 +14,12 @@ from verl import DataProto
 from verl.trainer.ppo.ray_trainer import compute_advantage
 from verl.utils.skip.skip_manager import SkipManager
 
-from verl_hadw import metrics, process_state
-from verl_hadw.options import parse_dgpo, parse_hadw
 from verl_hadw.research.sim.env import Policy, Population, policy_loss, sample_rollout
 from verl_hadw.research.sim.methods import METHODS, SUITES, resolve
 from verl_hadw.research.sim.report import summarise
 from verl_hadw.research.sim.runner import run_many, run_one
+from verl_hadw.verl_adapter import metrics, process_state
+from verl_hadw.verl_adapter.run_options import parse_dgpo, parse_hadw
 
 
 # ------------------------------------------------------------------------------------- determinism

@@ -1,6 +1,7 @@
 """The package's import graph: no loops, dependencies only downward, no private names across modules, a lazy CLI.
 
-The rooms and what each may import are the Modules table of the design notes (docs/layout.md). Every import
+The rooms and what each may import are the rooms table of docs/layout.md: the core, verl's adapter and TRL's
+adapter are three rooms; the core imports neither adapter, and neither adapter the other. Every import
 counts, also those inside functions (an import loop through a lazy import is still a loop).
 """
 
@@ -15,22 +16,21 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "verl_hadw"
 
 # room -> (the modules in it, as prefixes of dotted names; the rooms it may import besides itself)
-CORE = ["base", "anchor", "core", "hooks"]
+ADAPTERS = ["verl_adapter", "trl"]
 ROOMS = {
-    "base": (["verl_hadw", "verl_hadw.errors", "verl_hadw.process_state", "verl_hadw.options", "verl_hadw.groups",
-              "verl_hadw.group_labels",
-              "verl_hadw.config_paths", "verl_hadw.console_log", "verl_hadw.plotting", "verl_hadw.verl_trl"], []),
-    "anchor": (["verl_hadw.anchor"], ["base"]),
-    "core": (["verl_hadw.advantages", "verl_hadw.estimators", "verl_hadw.metrics", "verl_hadw.steps",
-              "verl_hadw.validation", "verl_hadw.config_check", "verl_hadw.reward", "verl_hadw.dynamic_sampling"],
-             ["base", "anchor"]),
-    "hooks": (["verl_hadw.callback", "verl_hadw.register"], ["base", "anchor", "core"]),
-    "cpu": (["verl_hadw.cpu"], CORE),
-    "trl": (["verl_hadw.trl"], CORE),
-    "toy": (["verl_hadw.toy"], CORE),
-    "repro": (["verl_hadw.repro"], CORE + ["toy"]),
-    "research": (["verl_hadw.research"], CORE + ["toy"]),
-    "cli": (["verl_hadw.cli"], CORE + ["cpu", "toy", "repro", "research"]),
+    # the framework-free core: nothing of ours outside it (tests/test_core_alone.py: nor any framework)
+    "core": (["verl_hadw.core"], []),
+    "support": (["verl_hadw", "verl_hadw.config_paths", "verl_hadw.console_log", "verl_hadw.plotting"], []),
+    # verl's adapter, with the one-line aliases of the paths users name (the callback, the old entry point) and
+    # verl's reward function (pkg://verl_hadw.reward)
+    "verl_adapter": (["verl_hadw.verl_adapter", "verl_hadw.callback", "verl_hadw.register", "verl_hadw.reward"],
+                     ["core", "support"]),
+    "trl": (["verl_hadw.trl"], ["core", "support"]),  # never verl's adapter: a TRL install has no verl
+    "cpu": (["verl_hadw.cpu"], ["core", "support", "verl_adapter"]),
+    "toy": (["verl_hadw.toy"], ["core", "support", "verl_adapter"]),
+    "repro": (["verl_hadw.repro"], ["core", "support", "verl_adapter", "toy"]),
+    "research": (["verl_hadw.research"], ["core", "support", "verl_adapter", "toy"]),
+    "cli": (["verl_hadw.cli"], ["core", "support", "verl_adapter", "cpu", "toy", "repro", "research"]),
 }
 
 
@@ -125,10 +125,13 @@ def test_no_private_name_is_imported_across_modules():
 
 def test_the_graph_sees_what_it_checks():
     """The checks above would pass on an empty graph: make sure they see the known edges."""
-    client = {t for t, _, _ in GRAPH["verl_hadw.anchor.client"]}
-    assert {"verl_hadw.anchor.stores", "verl_hadw.errors", "verl_hadw.process_state"} <= client
-    assert "verl_hadw.estimators" in {t for t, _, _ in GRAPH["verl_hadw.validation"]}  # a lazy import
-    assert room_of("verl_hadw.anchor.machine") == "anchor" and room_of("verl_hadw") == "base"
+    client = {t for t, _, _ in GRAPH["verl_hadw.verl_adapter.anchor_client"]}
+    assert {"verl_hadw.verl_adapter.anchor_stores", "verl_hadw.core.errors",
+            "verl_hadw.verl_adapter.process_state"} <= client
+    validation = {t for t, _, _ in GRAPH["verl_hadw.verl_adapter.validation"]}
+    assert "verl_hadw.verl_adapter.estimators" in validation  # a lazy import
+    assert room_of("verl_hadw.core.anchor.machine") == "core" and room_of("verl_hadw") == "support"
+    assert room_of("verl_hadw.callback") == "verl_adapter" and room_of("verl_hadw.trl.grpo_trainer") == "trl"
 
 
 def test_no_two_modules_share_a_file_name():

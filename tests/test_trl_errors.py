@@ -20,9 +20,9 @@ import torch
 from trl import GRPOConfig
 from trl_helpers import accuracy, config, trainer
 
-from verl_hadw.anchor.compatibility import ADV_ESTIMATOR, NORM_BY_STD, declared_options, options_of
-from verl_hadw.anchor.file_format import STATE_FILE
-from verl_hadw.errors import AnchorFileError, ConfigError, MissingAnchorStateError, ResumeConflictError
+from verl_hadw.core.anchor.compatibility import ADV_ESTIMATOR, NORM_BY_STD, declared_options
+from verl_hadw.core.anchor.file_format import STATE_FILE
+from verl_hadw.core.errors import AnchorFileError, ConfigError, MissingAnchorStateError, ResumeConflictError
 from verl_hadw.trl import HadwGRPOConfig, HadwGRPOTrainer
 from verl_hadw.trl.grpo_config import declared_fields, fields_table
 from verl_hadw.trl.loss_types import LOSS_TYPES, check_loss_type, loss_type_table
@@ -167,7 +167,7 @@ def test_non_binary_accuracy_without_threshold_names_the_field(tmp_path, estimat
 def saved_checkpoint(root: Path, step: int = 2, **overrides) -> Path:
     """A ``checkpoint-<step>`` folder holding an anchor file written by a run with ``overrides``."""
     args = config(root, **overrides)
-    anchor = TrainerAnchor(args.hadw_options(), options_of(args.algorithm_node()))
+    anchor = TrainerAnchor(args.hadw_options(), args.recorded_options())
     anchor.observe(1, 3.0, 8)
     anchor.observe(step, 5.0, 8)
     folder = root / f"checkpoint-{step}"
@@ -179,7 +179,7 @@ def saved_checkpoint(root: Path, step: int = 2, **overrides) -> Path:
 
 def anchor_of(root: Path, **overrides) -> TrainerAnchor:
     args = config(root, **overrides)
-    return TrainerAnchor(args.hadw_options(), options_of(args.algorithm_node()))
+    return TrainerAnchor(args.hadw_options(), args.recorded_options())
 
 
 def test_resume_with_a_changed_meaning_refuses_naming_the_field(tmp_path):

@@ -16,10 +16,10 @@ import pytest
 import torch
 from trl_helpers import BATCH, GROUP, config, one_thread, trainer
 
-from verl_hadw.anchor.file_format import STATE_FILE
-from verl_hadw.anchor.machine import AnchorState
-from verl_hadw.estimators import compute_dgpo_outcome_advantage, compute_hadw_outcome_advantage
-from verl_hadw.process_state import reset
+from verl_hadw.core.anchor.file_format import STATE_FILE
+from verl_hadw.core.anchor.machine import AnchorState
+from verl_hadw.verl_adapter.estimators import compute_dgpo_outcome_advantage, compute_hadw_outcome_advantage
+from verl_hadw.verl_adapter.process_state import reset
 
 
 @pytest.fixture(autouse=True)

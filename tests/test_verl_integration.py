@@ -14,10 +14,10 @@ from verl.trainer.ppo.v1.utils import compute_advantage_for_multi_trajectories
 from verl.utils.skip.skip_manager import SkipManager
 from verl.utils.tracking import Tracking
 
-from verl_hadw import metrics, process_state
-from verl_hadw.anchor import client as anchor_client
-from verl_hadw.estimators import compute_dgpo_outcome_advantage, compute_hadw_outcome_advantage
-from verl_hadw.options import parse_hadw
+from verl_hadw.verl_adapter import anchor_client as anchor_client
+from verl_hadw.verl_adapter import metrics, process_state
+from verl_hadw.verl_adapter.estimators import compute_dgpo_outcome_advantage, compute_hadw_outcome_advantage
+from verl_hadw.verl_adapter.run_options import parse_hadw
 
 SCORES = [1, 0, 0, 0, 1, 1, 1, 0, 1, 1, 0, 0, 0]
 GROUPS = ["a"] * 4 + ["b"] * 4 + ["c"] * 2 + ["d"] * 2 + ["pad"]
@@ -96,7 +96,7 @@ def test_dgpo_alone_files_the_k_calls_of_a_trainer_step_under_that_step():
 
 
 def test_metrics_join_verls_console_log_line(capsys):
-    from verl_hadw.metrics import install_tracking_hook
+    from verl_hadw.verl_adapter.metrics import install_tracking_hook
 
     assert install_tracking_hook() and install_tracking_hook()  # idempotent
     tracker = Tracking(project_name="p", experiment_name="e", default_backend=["console"])
@@ -147,7 +147,7 @@ def test_core_modules_import_without_torch_ray_or_files():
         "opened = []\n"
         "real_open = builtins.open\n"
         "builtins.open = lambda *a, **k: (opened.append(a[0]), real_open(*a, **k))[1]\n"
-        "import verl_hadw.options, verl_hadw.anchor\n"
+        "import verl_hadw.core.options, verl_hadw.core.anchor\n"
         "print(sorted(m for m in ('torch', 'ray', 'verl') if m in sys.modules), opened)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
@@ -159,7 +159,7 @@ def test_doctor_reports_a_working_install():
     proc = subprocess.run([sys.executable, "-m", "verl_hadw.cli", "doctor"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "[ok] verl version: 0.9.1" in proc.stdout
-    assert "hadw -> verl_hadw.estimators.compute_hadw_outcome_advantage" in proc.stdout
+    assert "hadw -> verl_hadw.verl_adapter.estimators.compute_hadw_outcome_advantage" in proc.stdout
     assert "all good" in proc.stdout
 
 

@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage
 
-from verl_hadw.estimators import compute_dgpo_outcome_advantage as dgpo
-from verl_hadw.estimators import compute_hadw_outcome_advantage as hadw
+from verl_hadw.verl_adapter.estimators import compute_dgpo_outcome_advantage as dgpo
+from verl_hadw.verl_adapter.estimators import compute_hadw_outcome_advantage as hadw
 
 _keys = itertools.count()
 NOT_DYADIC = [0.3, 0.1, 1 / 3, 0.7, -0.3, 2 / 3, 0.9, 1e-3, 123.456, -1 / 7]

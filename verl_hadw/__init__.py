@@ -1,8 +1,11 @@
-"""verl-hadw: HA-DW and DGPO advantage estimators for verl 0.9.1.
+"""verl-hadw: HA-DW and DGPO advantage estimators over a framework-free core, for verl and for TRL.
 
-Importing this package does nothing heavy. ``verl_hadw.register`` (loaded by verl's ``verl.plugins``
-entry point in every process that imports verl) registers ``hadw`` and ``dgpo``.
+Importing this package does nothing heavy. ``verl_hadw.core`` needs torch and numpy only; verl's adapter
+(``verl_hadw.verl_adapter``, loaded by verl's ``verl.plugins`` entry point in every process that imports verl)
+registers ``hadw`` and ``dgpo``; TRL's (``verl_hadw.trl``) gives ``HadwGRPOTrainer``.
 """
 
 __version__ = "0.1.0"
-VERL_VERSION = "0.9.1"
+VERL_VERSION = "0.9.1"  # the verl the tests run against (the CPU patches and `verl-hadw doctor` name it)
+VERL_RANGE = ">=0.9.1,<0.10"  # what the [verl] extra accepts beside an installed verl: the one place of the bounds
+TRL_RANGE = ">=1.16.0,<2"  # what the [trl] extra accepts: a range, so an installed TRL (and its transformers) stays

@@ -13,7 +13,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from verl_hadw.errors import MissingExtraError
+from verl_hadw.core.errors import MissingExtraError
 
 # subcommand -> (module under verl_hadw.cli, the extra that brings its dependencies)
 SUBCOMMANDS = {

@@ -6,7 +6,7 @@ import argparse
 
 
 def options(_args: argparse.Namespace) -> int:
-    from verl_hadw.options import options_yaml
+    from verl_hadw.core.options import options_yaml
 
     print(options_yaml())
     return 0

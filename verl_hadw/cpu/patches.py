@@ -12,8 +12,8 @@ import os
 import verl
 
 from verl_hadw import VERL_VERSION as SUPPORTED_VERL
-from verl_hadw.process_state import PROCESS
-from verl_hadw.verl_trl import trl_has_value_head
+from verl_hadw.verl_adapter.process_state import PROCESS
+from verl_hadw.verl_adapter.verl_trl import trl_has_value_head
 
 
 def _gloo_only_process_group() -> None:
@@ -34,8 +34,8 @@ def _gloo_only_process_group() -> None:
 def _trl_without_value_head() -> None:
     """verl's ``apply_monkey_patch`` imports TRL's ``AutoModelForCausalLMWithValueHead`` whenever TRL is installed,
     to patch its ``state_dict``; TRL 1.x no longer has that class, so with the ``[trl]`` extra in the environment
-    every FSDP actor fails at start-up (``verl_hadw/verl_trl.py``). The class is only patched there, never used:
-    treat a TRL without it as absent."""
+    every FSDP actor fails at start-up (``verl_hadw/verl_adapter/verl_trl.py``). The class is only patched there,
+    never used: treat a TRL without it as absent."""
     import verl.models.transformers.monkey_patch as monkey_patch
 
     monkey_patch.is_trl_available = trl_has_value_head

@@ -13,8 +13,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from verl_hadw.anchor import AnchorState
-from verl_hadw.anchor.file_format import STATE_FILE
+from verl_hadw.core.anchor import AnchorState
+from verl_hadw.core.anchor.file_format import STATE_FILE
 from verl_hadw.toy.launch import parse_steps
 
 __all__ = ["Check", "HADW_METRICS", "DGPO_METRICS", "VERL_METRICS", "run_checks", "check_stop_tokens", "render"]

@@ -74,7 +74,7 @@ def lambda_interval(
     """
     import torch
 
-    from verl_hadw.estimators import hadw_weights
+    from verl_hadw.verl_adapter.estimators import hadw_weights
 
     G = check_group_size(G)
     k = round(p_hat * G)

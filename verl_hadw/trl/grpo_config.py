@@ -3,7 +3,8 @@
 Every ``algorithm.hadw.*`` / ``algorithm.dgpo.*`` declaration becomes one dataclass field with the same default and
 doc: ``algorithm.hadw.lambda_scale`` -> ``hadw_lambda_scale``, ``algorithm.hadw.anchor.eta`` -> ``hadw_anchor_eta``,
 ``algorithm.dgpo.temperature`` -> ``dgpo_temperature`` (the dots of verl's path become underscores). Values are
-checked by the same parser as verl's (``options.parse_hadw`` / ``parse_dgpo``); its messages name the TRL field.
+checked by the core's parser (``core.options.parse_section``), which verl's adapter runs too; its messages name the
+TRL field (``trl_terms.TRL``).
 ``HfArgumentParser`` (``trl grpo`` style scripts) shows each field with its doc as ``--help``.
 
 Two fields are TRL's own: ``adv_estimator`` (verl's ``algorithm.adv_estimator``: ``hadw`` or ``dgpo``; HA-DW over
@@ -22,38 +23,24 @@ from typing import Any, Optional
 
 from trl import GRPOConfig
 
-from verl_hadw.errors import ConfigError
-from verl_hadw.options import DgpoConfig, HadwConfig, parse_dgpo, parse_hadw
+from verl_hadw.core.anchor.compatibility import flat_options
+from verl_hadw.core.errors import ConfigError
+from verl_hadw.core.options import DgpoConfig, HadwConfig, declarations, parse_section
 from verl_hadw.trl.loss_types import check_loss_type
+from verl_hadw.trl.trl_terms import TRL, trl_key
 
 __all__ = ["HadwGRPOConfig", "declared_fields", "trl_key", "fields_table", "ESTIMATORS"]
 
 ESTIMATORS = ("hadw", "dgpo")
-_SECTIONS = (("hadw", HadwConfig), ("dgpo", DgpoConfig))
 # the CLI type of each declaration kind; ``init`` is "first_batch" or a number, so it arrives as text
 _TYPES = {"number": float, "integer": int, "flag": bool, "choice": str, "text": str, "threshold": Optional[float],
           "init": str}
 
 
-def trl_key(option: str) -> str:
-    """The TRL field of a declared option: ``"hadw.anchor.eta"`` -> ``hadw_anchor_eta``."""
-    return option.replace(".", "_")
-
-
-def _declared(cls: type, path: str) -> list[tuple[str, dataclasses.Field]]:
-    out = []
-    for f in dataclasses.fields(cls):
-        if f.metadata.get("kind") == "section":
-            out += _declared(f.default_factory, f"{path}.{f.name}")
-        elif "kind" in f.metadata:
-            out.append((f"{path}.{f.name}", f))
-    return out
-
-
 @functools.lru_cache(maxsize=1)
 def declared_fields() -> dict[str, tuple[str, dataclasses.Field]]:
     """TRL field name -> (the option's dotted path under ``algorithm``, its declaration), in declaration order."""
-    return {trl_key(path): (path, f) for section, cls in _SECTIONS for path, f in _declared(cls, section)}
+    return {trl_key(path): (path, f) for path, f in declarations().items() if f.metadata["kind"] != "section"}
 
 
 def _help(path: str, f: dataclasses.Field) -> dict:
@@ -135,23 +122,13 @@ class HadwGRPOConfig(GRPOConfig):
         return {path: getattr(self, name) for name, (path, _) in declared_fields().items()
                 if path.startswith(section + ".")}
 
-    def _parsed(self, section: str, parse):
-        """``parse`` (verl's parser) over this config's ``section`` fields, one field at a time first, so that an
-        error names the TRL field (verl's message names ``algorithm.<path>``, which is replaced by it)."""
-        for path, value in self._values(section).items():
-            try:
-                parse(_nested({path: value}))
-            except ConfigError as exc:
-                raise ConfigError(str(exc).replace(f"algorithm.{path}", trl_key(path))) from None
-        return parse(_nested(self._values(section)))
-
     def hadw_options(self) -> HadwConfig:
-        """The HA-DW options, parsed as verl parses ``algorithm.hadw``."""
-        return self._parsed("hadw", parse_hadw)
+        """The HA-DW options, parsed by the core's parser; errors name the TRL field."""
+        return parse_section("hadw", _nested(self._values("hadw"))["hadw"], TRL.key)
 
     def dgpo_options(self) -> DgpoConfig:
-        """The DGPO options, parsed as verl parses ``algorithm.dgpo``."""
-        return self._parsed("dgpo", parse_dgpo)
+        """The DGPO options, parsed by the core's parser; errors name the TRL field."""
+        return parse_section("dgpo", _nested(self._values("dgpo"))["dgpo"], TRL.key)
 
     def norm_by_std(self) -> bool:
         """verl's ``algorithm.norm_adv_by_std_in_grpo``, read from TRL's ``scale_rewards``."""
@@ -163,9 +140,14 @@ class HadwGRPOConfig(GRPOConfig):
         return dgpo and self.dgpo_options().valid_token_norm
 
     def algorithm_node(self) -> dict:
-        """These options as verl's ``algorithm`` node: what an anchor file records and a resume compares."""
+        """These options in the shape of verl's ``algorithm`` node (a plain dict: for comparisons with verl)."""
         return {**_nested({**self._values("hadw"), **self._values("dgpo")}), "adv_estimator": self.adv_estimator,
                 "norm_adv_by_std_in_grpo": self.norm_by_std()}
+
+    def recorded_options(self) -> dict[str, Any]:
+        """These options as an anchor file records them and a resume compares (``compatibility.flat_options``:
+        the same flat keys as verl's, so a file means the same under either adapter)."""
+        return flat_options(self.hadw_options(), self.dgpo_options(), self.norm_by_std(), self.adv_estimator)
 
 
 def _suggest_fields(init):

@@ -7,7 +7,7 @@ same output dict with other ``advantages``. This trainer does only that, plus tw
 - ``_calculate_rewards`` keeps the rewards TRL gathers from every process (the override needs the whole
   generation batch: groups span processes, and DGPO's question weights are over the whole batch);
 - ``_generate_and_score_completions`` calls TRL's, then computes ours from those rewards with
-  ``verl_hadw.advantages`` (the equations verl's estimators run), slices this process's rows as TRL does, and puts
+  ``verl_hadw.core.advantages`` (the equations verl's estimators run), slices this process's rows as TRL does, and puts
   them in the output: what TRL buffers, reuses over ``num_iterations`` and trains on. TRL has already logged its
   own advantages by then (the trap TRL PR #7298 describes), so the override replaces that log's entries with ours.
 
@@ -22,13 +22,13 @@ import torch
 from transformers.trainer_utils import get_last_checkpoint
 from trl import GRPOTrainer
 
-from verl_hadw import metrics
-from verl_hadw.advantages import dgpo_call, hadw_call
-from verl_hadw.anchor.compatibility import options_of
-from verl_hadw.errors import ConfigError
-from verl_hadw.groups import prepare_batch
-from verl_hadw.trl.grpo_config import HadwGRPOConfig, trl_key
+from verl_hadw.core.advantages import dgpo_call, hadw_call
+from verl_hadw.core.errors import ConfigError
+from verl_hadw.core.groups import prepare_batch
+from verl_hadw.core.metric_values import MetricBuffer
+from verl_hadw.trl.grpo_config import HadwGRPOConfig
 from verl_hadw.trl.trainer_anchor import AnchorCheckpointCallback, OptionsRecord, TrainerAnchor
+from verl_hadw.trl.trl_terms import TRL
 
 __all__ = ["HadwGRPOTrainer"]
 
@@ -54,12 +54,13 @@ class HadwGRPOTrainer(GRPOTrainer):
                 f"accuracy_reward_index={index} is out of range: there are {len(names)} reward function(s) "
                 f"({', '.join(f'{i}: {n}' for i, n in enumerate(names))}); valid: 0..{len(names) - 1} or None."
             )
-        options = options_of(args.algorithm_node())
+        options = args.recorded_options()
         self.anchor = TrainerAnchor(self.hadw_cfg, options) if args.adv_estimator == "hadw" else None
         # what each checkpoint records and a resume checks: the anchor, or (DGPO) the run's options only
         self._record = self.anchor if self.anchor is not None else OptionsRecord(self.hadw_cfg.state_key, options)
         self.add_callback(AnchorCheckpointCallback(self._record))
         self._gathered_rewards: torch.Tensor | None = None
+        self._hadw_metrics = MetricBuffer()  # this trainer's hadw/* dgpo/* values, per step
 
     def train(self, resume_from_checkpoint=None, *args, **kwargs):
         """TRL's ``train``, with the HA-DW anchor started first: fresh, or restored from the checkpoint TRL resumes
@@ -114,8 +115,8 @@ class HadwGRPOTrainer(GRPOTrainer):
             b = prepare_batch(scores.unsqueeze(-1), torch.ones_like(scores, dtype=torch.long).unsqueeze(-1), index)
             step = self.state.global_step + 1
             if self.anchor is None:
-                adv, counts = dgpo_call(b, self.dgpo_cfg, args.norm_by_std(), trl_key, acc_scores, lengths)
-                metrics.record_dgpo(step, counts)
+                adv, counts = dgpo_call(b, self.dgpo_cfg, args.norm_by_std(), TRL.key, acc_scores, lengths)
+                self._hadw_metrics.record_dgpo(step, counts)
             else:
                 def view(correct: float, count: int):
                     if mode == "train":
@@ -125,13 +126,13 @@ class HadwGRPOTrainer(GRPOTrainer):
                 def checked(correct: float, count: int):  # what view() will return, with the anchor left as it is
                     return self.anchor.peek(step, correct, count) if mode == "train" else view(correct, count)
 
-                call = hadw_call(b, self.hadw_cfg, self.dgpo_cfg, args.norm_by_std(), view, trl_key, acc_scores,
+                call = hadw_call(b, self.hadw_cfg, self.dgpo_cfg, args.norm_by_std(), view, TRL.key, acc_scores,
                                  lengths, preview=checked)
                 adv, step = call.advantages, call.view.step
-                metrics.record_hadw(call.view, call.phi, self.hadw_cfg.lambda_scale)
+                self._hadw_metrics.record_hadw(call.view, call.phi, self.hadw_cfg.lambda_scale)
                 if call.dgpo_counts is not None:
-                    metrics.record_dgpo(step, call.dgpo_counts)
-        values = {k: v for k, v in metrics.pop(step).items() if k not in _VERL_ONLY_METRICS}
+                    self._hadw_metrics.record_dgpo(step, call.dgpo_counts)
+        values = {k: v for k, v in self._hadw_metrics.pop(step).items() if k not in _VERL_ONLY_METRICS}
         return adv, values
 
     def _scores(self, rewards_per_func: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:

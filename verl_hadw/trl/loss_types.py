@@ -11,7 +11,7 @@ construction (set ``dgpo_valid_token_norm=False`` to train DGPO without Eq. 3's 
 
 from __future__ import annotations
 
-from verl_hadw.errors import ConfigError
+from verl_hadw.core.errors import ConfigError
 
 __all__ = ["LOSS_TYPES", "check_loss_type", "loss_type_table"]
 

@@ -9,9 +9,9 @@ gradient_accumulation_steps``) are calls of that step and share its prior, as ve
 
 Persistence reuses verl's v1 files and rules: ``checkpoint-N/verl_hadw_anchor.json`` (``anchor.file_format``),
 written by rank 0 in ``AnchorCheckpointCallback.on_save``; ``train(resume_from_checkpoint=...)`` reads it through
-the same checks (``read_state_file``) and the same resume rules (``persistence.continue_under``: a changed meaning
-refuses, a changed tuning warns), a missing or damaged file is an error unless ``hadw_allow_missing_state``. Their
-messages name verl's keys; here they are reworded with the TRL fields (``trl_words``).
+the same checks (``read_state_file``) and the same resume rules (``resume.continue_under``: a changed meaning
+refuses, a changed tuning warns), a missing or damaged file is an error unless ``hadw_allow_missing_state``. The
+core composes their messages in TRL's words (``trl_terms.TRL``: the fields, ``output_dir``).
 """
 
 from __future__ import annotations
@@ -19,59 +19,29 @@ from __future__ import annotations
 import copy
 import logging
 import os
-import re
 import warnings
 
 from transformers import TrainerCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
-from verl_hadw.anchor.checkpoint_dirs import earlier_valid_checkpoint
-from verl_hadw.anchor.compatibility import NORM_BY_STD, declared_options
-from verl_hadw.anchor.file_format import STATE_FILE, payload, read_bounded, read_json, read_state_file, write_state_file
-from verl_hadw.anchor.machine import AnchorState, AnchorView
-from verl_hadw.anchor.persistence import Persistence, check_saved_options, continue_under
-from verl_hadw.errors import (
-    ALLOW_MISSING_STATE,
-    AnchorFileError,
-    AnchorSaveError,
-    ResumeConflictError,
-    frozen_anchor_message,
+from verl_hadw.core.anchor.checkpoint_dirs import earlier_valid_checkpoint
+from verl_hadw.core.anchor.file_format import (
+    STATE_FILE,
+    payload,
+    read_bounded,
+    read_json,
+    read_state_file,
+    write_state_file,
 )
-from verl_hadw.options import HadwConfig
-from verl_hadw.trl.grpo_config import trl_key
+from verl_hadw.core.anchor.machine import AnchorState, AnchorView
+from verl_hadw.core.anchor.resume import check_saved_options, continue_under, missing_anchor
+from verl_hadw.core.errors import AnchorFileError, AnchorSaveError, frozen_anchor_message
+from verl_hadw.core.options import HadwConfig
+from verl_hadw.trl.trl_terms import TRL
 
-__all__ = ["TrainerAnchor", "OptionsRecord", "AnchorCheckpointCallback", "trl_words", "checkpoint_step"]
+__all__ = ["TrainerAnchor", "OptionsRecord", "AnchorCheckpointCallback", "checkpoint_step"]
 
 logger = logging.getLogger(__name__)
-_FRESH = "set hadw_allow_missing_state=True to continue with a fresh anchor"
-
-
-def _phrases() -> list[tuple[str, str]]:
-    """(verl's words, TRL's words), longest first: the remedies, then every option key."""
-    keys = [(k, trl_key(k.removeprefix("algorithm."))) for k in declared_options() if k != NORM_BY_STD]
-    keys.append((NORM_BY_STD, "scale_rewards=='group'"))
-    return [
-        (ALLOW_MISSING_STATE, _FRESH),
-        ("another trainer.default_local_dir, or trainer.resume_mode=disable",
-         "another output_dir, or train() without resume_from_checkpoint"),
-        ("verl resumes from step", "TRL resumes from step"),
-        ("another algorithm.hadw.anchor config", "other hadw_anchor_* values"),
-        *sorted((("+" + verl, trl) for verl, trl in keys), key=lambda p: -len(p[0])),
-        *sorted(keys, key=lambda p: -len(p[0])),
-    ]
-
-
-def trl_words(text: str) -> str:
-    """``text`` (a message of the shared resume code) with verl's keys and remedies in TRL's terms."""
-    for verl, trl in _phrases():
-        text = text.replace(verl, trl)
-    return re.sub(r"(?<![\w.])allow_missing_state=true", "hadw_allow_missing_state=True", text)
-
-
-class _Reworded(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        record.msg, record.args = trl_words(record.getMessage()), ()
-        return True
 
 
 def checkpoint_step(folder: str) -> int | None:
@@ -91,7 +61,7 @@ def checkpoint_step(folder: str) -> int | None:
 
 class TrainerAnchor:
     """One trainer's anchor (every rank holds an equal one). ``options``: the run's options as verl's flat keys
-    (``compatibility.options_of``), recorded in every file and compared on resume."""
+    (``HadwGRPOConfig.recorded_options``), recorded in every file and compared on resume."""
 
     def __init__(self, cfg: HadwConfig, options: dict):
         self.cfg, self.options = cfg, options
@@ -104,35 +74,25 @@ class TrainerAnchor:
         if not step:
             return
         path = os.path.join(checkpoint, STATE_FILE)
-        reworded = _Reworded()
-        loggers = [logging.getLogger(m) for m in ("verl_hadw.anchor.compatibility", "verl_hadw.anchor.persistence")]
-        for log in loggers:
-            log.addFilter(reworded)
-        try:
-            saved = self._read(checkpoint, path, step)
-            if saved is not None:
-                state = continue_under(saved, self.cfg, self.options, path)
-                self.state, self.restored_from = AnchorState.from_dict(state, self.cfg.anchor), path
-                logger.info(f"HA-DW anchor restored from {path} (step {step})")
-        except ResumeConflictError as exc:
-            raise ResumeConflictError(trl_words(str(exc))) from None
-        finally:
-            for log in loggers:
-                log.removeFilter(reworded)
+        saved = self._read(checkpoint, path, step)
+        if saved is not None:
+            state = continue_under(saved, self.cfg, self.options, path, TRL)
+            self.state, self.restored_from = AnchorState.from_dict(state, self.cfg.anchor), path
+            logger.info(f"HA-DW anchor restored from {path} (step {step})")
 
     def _read(self, checkpoint: str, path: str, step: int) -> dict | None:
         if not os.path.exists(path):
             problem, error = f"resuming from {checkpoint} but it holds no HA-DW anchor ({STATE_FILE})", None
         else:
             try:
-                return read_state_file(path, step)
+                return read_state_file(path, step, TRL)
             except ValueError as exc:
-                problem, error = f"cannot restore the HA-DW anchor: {path} {trl_words(str(exc))}", AnchorFileError
+                problem, error = f"cannot restore the HA-DW anchor: {path} {exc}", AnchorFileError
         earlier = earlier_valid_checkpoint(checkpoint, step, prefix=f"{PREFIX_CHECKPOINT_DIR}-", needs=None)
         where = f"{earlier}, the newest earlier checkpoint with a valid anchor file" if earlier else (
             f"an earlier {PREFIX_CHECKPOINT_DIR}-K folder whose {STATE_FILE} is valid (none found beside {checkpoint})")
-        message = f"{problem}. Ways out: resume from {where}; or {_FRESH}."
-        Persistence.missing(self.cfg, message, *([error] if error else []))
+        message = f"{problem}. Ways out: resume from {where}; or {TRL.allow_missing_state}."
+        missing_anchor(self.cfg, message, TRL, *([error] if error else []))
         return None
 
     def peek(self, step: int, correct: float, count: int) -> AnchorView:
@@ -146,7 +106,7 @@ class TrainerAnchor:
         view = self.state.observe(step, call, correct, count)
         self._last = (step, call)
         if view.warn:
-            message = frozen_anchor_message(self.cfg.anchor.window, view.posterior, view.batch_acc, trl_key)
+            message = frozen_anchor_message(self.cfg.anchor.window, view.posterior, view.batch_acc, TRL.key)
             logger.warning(message)
             warnings.warn(message, RuntimeWarning, stacklevel=2)
         return view
@@ -163,7 +123,8 @@ class TrainerAnchor:
             # so the file files it under N, the step the resume check compares. Step numbers only order calls: the
             # next generation (step >= N + 1) commits it exactly as the uninterrupted run does.
             state["open_step"] = step
-        write_state_file(os.path.join(folder, STATE_FILE), payload(step, self.cfg.state_key, state, self.options))
+        write_state_file(os.path.join(folder, STATE_FILE), payload(step, self.cfg.state_key, state, self.options),
+                         TRL)
 
 
 class OptionsRecord:
@@ -180,19 +141,16 @@ class OptionsRecord:
         if path is None or not os.path.lexists(path):
             return  # a fresh start, or a checkpoint that records nothing to compare
         try:
-            saved = read_state_file(path, step)
+            saved = read_state_file(path, step, TRL)
         except ValueError as exc:
             raise AnchorFileError(
-                f"cannot tell which estimator {checkpoint} was trained with: {path} {trl_words(str(exc))}. Ways "
+                f"cannot tell which estimator {checkpoint} was trained with: {path} {exc}. Ways "
                 f"out: resume from another checkpoint, or move {path} away if it is not this run's."
             ) from None
-        try:
-            check_saved_options(saved, self.options, path)
-        except ResumeConflictError as exc:
-            raise ResumeConflictError(trl_words(str(exc))) from None
+        check_saved_options(saved, self.options, path, TRL)
 
     def save(self, folder: str, step: int) -> None:
-        write_state_file(os.path.join(folder, STATE_FILE), payload(step, self.key, None, self.options))
+        write_state_file(os.path.join(folder, STATE_FILE), payload(step, self.key, None, self.options), TRL)
 
 
 class AnchorCheckpointCallback(TrainerCallback):

@@ -3,8 +3,8 @@
 One run, step t = 1..T: sample a rollout (``env.sample_rollout``), build the verl ``DataProto``, set verl's
 step (``SkipManager.set_step(t)``, as the trainer does), call
 ``verl.trainer.ppo.ray_trainer.compute_advantage(data, method.estimator, config=OmegaConf.create(...))``,
-read the step's hadw/* and dgpo/* metrics (``verl_hadw.metrics.pop(t)``), and take one optimiser step on verl's
-token-mean policy-gradient loss. Runs are independent (own ``state_key``, own random streams) and
+read the step's hadw/* and dgpo/* metrics (``verl_hadw.verl_adapter.metrics.pop(t)``), and take one optimiser step on
+verl's token-mean policy-gradient loss. Runs are independent (own ``state_key``, own random streams) and
 deterministic for a seed; common random numbers: for a given seed every method sees the same prompt
 population and, at each step, the same prompt draw and uniforms (only the policy differs).
 """
@@ -102,8 +102,8 @@ def run_one(
     from verl.utils.skip.skip_manager import SkipManager
 
     import verl_hadw.register  # noqa: F401  (what verl's plugin entry point loads: registers hadw/dgpo)
-    from verl_hadw import metrics
-    from verl_hadw.anchor import client as anchor_client
+    from verl_hadw.verl_adapter import anchor_client as anchor_client
+    from verl_hadw.verl_adapter import metrics
 
     key = state_key(method, seed)
     config = OmegaConf.create(method.algorithm(key))

@@ -4,7 +4,8 @@ verl ignores keys it does not know, so a misspelt section (``+algorithm.hadww.la
 ``algorithm.dpgo``), an option one level too high (``+algorithm.lambda_scale``) or a section at the config root
 (``+hadw.lambda_scale``) would silently leave the run on the defaults: each is a ``ConfigError`` with "did you mean".
 Options of an estimator that is not selected (``algorithm.hadw.*`` under ``adv_estimator=dgpo``) are legal but have
-no effect: a warning names them. Pure Python (omegaconf only), run before training by the checkpoint callback.
+no effect: a warning names them. Run before training by the checkpoint callback, and by the estimators once per
+configuration (``options_for_call``: the one parse of a call, cached with its checks), never on every step.
 """
 
 from __future__ import annotations
@@ -12,31 +13,31 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
+import json
 import logging
 import re
 import warnings
 from typing import Any, Mapping
 
-from verl_hadw.errors import CALLBACK_OVERRIDE, ConfigError, UnusedOptionsWarning
-from verl_hadw.options import DgpoConfig, HadwConfig, algorithm_node
-from verl_hadw.process_state import PROCESS
+from verl_hadw.core.errors import ConfigError, UnusedOptionsWarning
+from verl_hadw.core.options import SECTIONS, declarations
+from verl_hadw.verl_adapter.process_state import PROCESS
+from verl_hadw.verl_adapter.run_options import RunOptions, algorithm_node, parse_run, plain_algorithm
+from verl_hadw.verl_adapter.verl_terms import CALLBACK_CLASS, CALLBACK_OVERRIDE
 
 __all__ = [
     "check_sections", "unused_options", "warn_unused_options", "check_algorithm", "UnusedOptionsWarning",
-    "unsaved_anchor", "warn_unsaved_anchor",
+    "unsaved_anchor", "warn_unsaved_anchor", "options_for_call",
 ]
 
-SECTIONS = {"hadw": HadwConfig, "dgpo": DgpoConfig}
+MAX_CONFIGS = 16  # configurations remembered per process (a sweep in one notebook)
 
 
-def _option_names(cls: type) -> list[str]:
-    names = []
-    for f in dataclasses.fields(cls):
-        if f.metadata.get("kind") == "section":
-            names += _option_names(f.default_factory)
-        elif "kind" in f.metadata:
-            names.append(f.name)
-    return names
+@functools.lru_cache(maxsize=1)
+def _option_names() -> dict[str, str]:
+    """Each option's name -> its section (``"lambda_scale": "hadw"``), nested options under their top section."""
+    return {path.rsplit(".", 1)[1]: path.split(".")[0] for path, f in declarations().items()
+            if f.metadata["kind"] != "section"}
 
 
 @functools.lru_cache(maxsize=1)
@@ -66,8 +67,7 @@ def _looks_like(node: Any) -> bool:
     ``algorithm.dapo.foo`` of someone's own estimator is left alone, ``algorithm.dapo.temperature`` is not."""
     if not isinstance(node, Mapping):
         return True  # +algorithm.hadww=1.3: a scalar where a section belongs
-    names = [name for cls in SECTIONS.values() for name in _option_names(cls)]
-    return any(difflib.get_close_matches(str(k), names, n=1, cutoff=0.8) for k in node)
+    return any(difflib.get_close_matches(str(k), list(_option_names()), n=1, cutoff=0.8) for k in node)
 
 
 def check_sections(algorithm: Any, root: Any = None) -> None:
@@ -75,9 +75,9 @@ def check_sections(algorithm: Any, root: Any = None) -> None:
 
     ``algorithm``: verl's ``algorithm`` node; ``root``: the full config, to look at its top-level keys too.
     """
-    node = algorithm_node({"a": algorithm}, "a")
+    node = plain_algorithm(algorithm)
     verl_keys = _verl_algorithm_keys()
-    options = {name: section for section, cls in SECTIONS.items() for name in _option_names(cls)}
+    options = _option_names()
     for key, value in node.items():
         if key in SECTIONS or key in verl_keys:
             continue
@@ -93,7 +93,7 @@ def check_sections(algorithm: Any, root: Any = None) -> None:
                 f"Unknown key 'algorithm.{key}': did you mean 'algorithm.{options[hit[0]]}.{hit[0]}'? Options of "
                 "the estimators live in their sections (+algorithm.hadw.<key>, +algorithm.dgpo.<key>)."
             )
-    top = algorithm_node({"r": root}, "r") if root is not None else {}
+    top = plain_algorithm(root) if root is not None else {}
     for key in top:
         section = _near_section(key) if _squash(key) != "algorithm" else None
         if section is not None and (_squash(key) == section or _looks_like(top[key])):
@@ -161,7 +161,8 @@ def check_algorithm(algorithm: Any, root: Any = None) -> list[str]:
 
 
 # ------------------------------------------------------------------------------- an anchor nobody saves
-_CALLBACK = CALLBACK_OVERRIDE.split("=", 1)[1]
+# the class's path users name, and where it is defined: a subclass of it names either in its MRO
+_CALLBACKS = {CALLBACK_CLASS, "verl_hadw.verl_adapter.checkpoint_callback.HadwCheckpointCallback"}
 
 
 def _trainer_of(algorithm: Any, root: Any = None) -> Any:
@@ -180,7 +181,7 @@ def _trainer_of(algorithm: Any, root: Any = None) -> Any:
 
 
 def _is_our_callback(name: Any) -> bool:
-    if name == _CALLBACK:
+    if name in _CALLBACKS:
         return True
     if not isinstance(name, str) or not name:
         return False
@@ -190,7 +191,7 @@ def _is_our_callback(name: Any) -> bool:
         mro = load_class_from_fqn(name).__mro__
     except Exception:  # verl reports a class it cannot load itself
         return False
-    return any(f"{c.__module__}.{c.__qualname__}" == _CALLBACK for c in mro)
+    return any(f"{c.__module__}.{c.__qualname__}" in _CALLBACKS for c in mro)
 
 
 def unsaved_anchor(algorithm: Any, root: Any = None) -> str | None:
@@ -220,3 +221,29 @@ def warn_unsaved_anchor(algorithm: Any, root: Any = None) -> str | None:
         warnings.warn(message, UserWarning, stacklevel=2)
         logging.getLogger(__name__).warning(message)
     return message
+
+
+# ------------------------------------------------------------------------------- once per configuration
+def _fingerprint(algorithm: Any) -> str:
+    """What identifies a configuration: the ``algorithm`` node's values, and the ``trainer`` keys the checks read."""
+    trainer = _trainer_of(algorithm)
+    saving = None if trainer is None or not hasattr(trainer, "get") else [
+        trainer.get(k, None) for k in ("use_v1", "save_freq", "checkpoint_callback_class")]
+    return json.dumps([plain_algorithm(algorithm), saving], sort_keys=True, default=repr)
+
+
+def options_for_call(algorithm: Any) -> RunOptions:
+    """The options of an estimator call: parsed, and the start-up checks run (near misses raise, unused options
+    and an anchor nobody saves warn), once per configuration in this process; later calls get the same
+    ``RunOptions`` without parsing or checking again. ``algorithm``: the node verl passes the estimator."""
+    key = _fingerprint(algorithm)
+    checked = PROCESS.checked_configs
+    run = checked.get(key)
+    if run is None:
+        run = parse_run(algorithm)
+        check_algorithm(algorithm)  # also without the checkpoint callback: near misses, unused options
+        warn_unsaved_anchor(algorithm)  # v1 trainer saving checkpoints without the callback: said at once
+        checked[key] = run
+        while len(checked) > MAX_CONFIGS:
+            checked.pop(next(iter(checked)))
+    return run

@@ -7,7 +7,7 @@ of its own: the caller's previous step + 1.
 
 from __future__ import annotations
 
-from verl_hadw.process_state import PROCESS
+from verl_hadw.verl_adapter.process_state import PROCESS
 
 __all__ = ["trainer_step", "trainer_run", "resolve_step", "stateless_step"]
 

@@ -12,11 +12,14 @@ from __future__ import annotations
 import logging
 import os
 
-from verl_hadw.anchor.checkpoint_dirs import earlier_valid_checkpoint, resolve_resume_dir, step_of
-from verl_hadw.anchor.file_format import STATE_FILE, payload, read_state_file, write_state_file
-from verl_hadw.anchor.persistence import Persistence, check_saved_options, continue_under
-from verl_hadw.errors import ALLOW_MISSING_STATE, CALLBACK_OVERRIDE, AnchorFileError, MissingAnchorStateError
-from verl_hadw.options import HadwConfig
+from verl_hadw.core.anchor.checkpoint_dirs import earlier_valid_checkpoint, step_of
+from verl_hadw.core.anchor.file_format import STATE_FILE, payload, read_state_file, write_state_file
+from verl_hadw.core.anchor.resume import check_saved_options, continue_under
+from verl_hadw.core.errors import AnchorFileError, MissingAnchorStateError
+from verl_hadw.core.options import HadwConfig
+from verl_hadw.verl_adapter.anchor_persistence import Persistence
+from verl_hadw.verl_adapter.resume_dir import resolve_resume_dir
+from verl_hadw.verl_adapter.verl_terms import ALLOW_MISSING_STATE, CALLBACK_OVERRIDE, VERL
 
 __all__ = ["CheckpointFiles"]
 
@@ -25,7 +28,7 @@ logger = logging.getLogger(__name__)
 
 class CheckpointFiles(Persistence):
     """``trainer_config``: verl's ``trainer`` node (``resume_mode``, ``default_local_dir``, ``resume_from_path``);
-    ``options``: the run's options (``compatibility.options_of``), which every file records and a resume compares."""
+    ``options``: the run's options (``RunOptions.flat``), which every file records and a resume compares."""
 
     handles_resume = True
 
@@ -49,12 +52,12 @@ class CheckpointFiles(Persistence):
                 MissingAnchorStateError,
             )
         try:
-            saved, problem = read_state_file(path, step_of(folder)), None
+            saved, problem = read_state_file(path, step_of(folder), VERL), None
         except ValueError as exc:
             problem = str(exc)
         if problem is not None:  # raised outside the except: one error, not a chain ending in a JSONDecodeError
             return self._missing(cfg, folder, f"cannot restore the HA-DW anchor: {path} {problem}", AnchorFileError)
-        state = continue_under(saved, cfg, self.options, path)
+        state = continue_under(saved, cfg, self.options, path, VERL)
         self.restored_step = step_of(folder)
         logger.info(f"HA-DW anchor restored from {path} (step {self.restored_step})")
         return state
@@ -79,7 +82,7 @@ class CheckpointFiles(Persistence):
         if path is None or not os.path.lexists(path):
             return
         try:
-            saved, problem = read_state_file(path, step_of(folder)), None
+            saved, problem = read_state_file(path, step_of(folder), VERL), None
         except ValueError as exc:
             problem = str(exc)
         if problem is not None:
@@ -87,13 +90,13 @@ class CheckpointFiles(Persistence):
                 f"cannot tell which estimator {folder} was trained with: {path} {problem}. Ways out: resume from "
                 f"another checkpoint (trainer.resume_mode=resume_path), or move {path} away if it is not this run's."
             )
-        check_saved_options(saved, self.options, path)
+        check_saved_options(saved, self.options, path, VERL)
 
     def on_checkpoint(self, step: int, key: str, state: dict | None, folder: str) -> None:
         """Write the anchor into ``folder``; ``state`` None: a run without an anchor records its options only."""
         if state is None:
-            write_state_file(os.path.join(folder, STATE_FILE), payload(step, key, None, self.options))
+            write_state_file(os.path.join(folder, STATE_FILE), payload(step, key, None, self.options), VERL)
             return
         if state["open_step"] not in (None, step):
             logger.warning(f"saving anchor at verl step {step} but the anchor's last step is {state['open_step']}")
-        write_state_file(os.path.join(folder, STATE_FILE), payload(step, key, state, self.options))
+        write_state_file(os.path.join(folder, STATE_FILE), payload(step, key, state, self.options), VERL)

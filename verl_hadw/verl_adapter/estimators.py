@@ -1,8 +1,9 @@
 """HA-DW and DGPO advantage estimators, registered in verl's ``ADV_ESTIMATOR_REGISTRY``.
 
-The maths (every equation, tagged) is the framework-free ``advantages`` module, which TRL's adapter calls too;
-this module is verl's side of it: the config node, the step resolver, the anchor client (a Ray actor under verl),
-padding rows (advantage 0) and the metrics hook. Equation numbers refer to ``docs/equations.md``.
+The maths (every equation, tagged) is the core's ``advantages`` module, which TRL's adapter calls too; this module
+is verl's side of it: the config node (parsed and checked once per configuration, ``config_check.options_for_call``),
+the step resolver, the anchor client (a Ray actor under verl), padding rows (advantage 0) and the metrics hook.
+Equation numbers refer to ``docs/equations.md``.
 """
 
 from __future__ import annotations
@@ -12,12 +13,12 @@ from typing import Any
 import torch
 from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, register_adv_est
 
-from verl_hadw import config_check, metrics, steps
-from verl_hadw.advantages import dgpo_advantage, dgpo_call, grpo_advantage, hadw_call, hadw_weights
-from verl_hadw.anchor import client as anchor_client
-from verl_hadw.anchor import legacy_snapshots
-from verl_hadw.groups import Batch, prepare_batch
-from verl_hadw.options import HadwConfig, grpo_norm_by_std, parse_dgpo, parse_hadw
+from verl_hadw.core.advantages import dgpo_advantage, dgpo_call, grpo_advantage, hadw_call, hadw_weights
+from verl_hadw.core.groups import Batch, prepare_batch
+from verl_hadw.verl_adapter import anchor_client as anchor_client
+from verl_hadw.verl_adapter import legacy_snapshots, metrics, steps
+from verl_hadw.verl_adapter.config_check import options_for_call
+from verl_hadw.verl_adapter.verl_terms import VERL
 
 __all__ = [
     "compute_hadw_outcome_advantage",
@@ -78,23 +79,22 @@ def compute_hadw_outcome_advantage(
     Returns:
         advantages, returns: (bs, response_length), equal
     """
-    cfg: HadwConfig = parse_hadw(config)
-    config_check.check_algorithm(config)  # also without the checkpoint callback: near misses, unused options
-    config_check.warn_unsaved_anchor(config)  # v1 trainer saving checkpoints without the callback: said at once
-    metrics.enable(config)  # verl's Tracking.log is wrapped only once an estimator of ours runs
-    norm_by_std = grpo_norm_by_std(config)
+    run = options_for_call(config)  # parsed and checked once per configuration
+    cfg = run.hadw
+    metrics.enable(cfg.log_metrics)  # verl's Tracking.log is wrapped only once an estimator of ours runs
+    norm_by_std = run.norm_by_std
     with torch.no_grad():
         # Over GRPO nothing depends on how groups are numbered: skip sorting the uids (see groups.group_ids).
         b = prepare_batch(token_level_rewards, response_mask, index, sorted_ids=cfg.base == "dgpo")
-        dgpo_cfg = parse_dgpo(config) if cfg.base == "dgpo" else None  # the base's own options (algorithm.dgpo)
-        step, run = steps.trainer_step(), steps.trainer_run()
+        dgpo_cfg = run.dgpo if cfg.base == "dgpo" else None  # the base's own options (algorithm.dgpo)
+        step, trainer_run = steps.trainer_step(), steps.trainer_run()
         clients = []
 
         def client():
             # built on the first call of a run, with the legacy trainer's snapshots as its persistence (None: the
             # v1 callback built it already, or no trainer)
-            clients.append(anchor_client.get_client(cfg, lambda: legacy_snapshots.from_config(config), step, run,
-                                                    caller=config))
+            clients.append(anchor_client.get_client(cfg, lambda: legacy_snapshots.from_config(config, run), step,
+                                                    trainer_run, caller=config))
             return clients[-1]
 
         def preview(correct: float, count: int):  # checked first: a refused call leaves the anchor as it was
@@ -103,7 +103,7 @@ def compute_hadw_outcome_advantage(
         def observe(correct: float, count: int):
             return client().observe(correct=correct, count=count, trainer_step=step)
 
-        call = hadw_call(b, cfg, dgpo_cfg, norm_by_std, observe, preview=preview)
+        call = hadw_call(b, cfg, dgpo_cfg, norm_by_std, observe, VERL.key, preview=preview)
         advantages = _broadcast(call.advantages, b, response_mask)
 
         metrics.record_hadw(call.view, call.phi, cfg.lambda_scale, recoveries=clients[-1].recoveries)
@@ -137,12 +137,11 @@ def compute_dgpo_outcome_advantage(
     Returns:
         advantages, returns: (bs, response_length), equal
     """
-    cfg = parse_dgpo(config)
-    config_check.check_algorithm(config)
-    metrics.enable(config)  # the same switch as HA-DW's: algorithm.hadw.log_metrics
+    run = options_for_call(config)  # parsed and checked once per configuration
+    metrics.enable(run.hadw.log_metrics)  # the same switch as HA-DW's: algorithm.hadw.log_metrics
     with torch.no_grad():
         b = prepare_batch(token_level_rewards, response_mask, index)
-        adv, counts = dgpo_call(b, cfg, grpo_norm_by_std(config))
+        adv, counts = dgpo_call(b, run.dgpo, run.norm_by_std, VERL.key)
         advantages = _broadcast(adv, b, response_mask)
         metrics.record_dgpo(steps.stateless_step(), counts)
     return advantages, advantages

@@ -21,8 +21,9 @@ import math
 import os
 import stat
 
-from verl_hadw.anchor.machine import READABLE_SCHEMAS, AnchorState
-from verl_hadw.errors import ALLOW_MISSING_STATE, AnchorSaveError
+from verl_hadw.core.anchor.machine import READABLE_SCHEMAS, AnchorState
+from verl_hadw.core.errors import AnchorSaveError
+from verl_hadw.core.terms import Terms
 
 __all__ = [
     "STATE_FILE", "PAYLOAD_KEYS", "MAX_FILE_BYTES", "read_bounded", "read_json", "read_state_file", "write_state_file",
@@ -44,7 +45,7 @@ _ESTIMATOR = "algorithm.adv_estimator"
 
 def payload(step: int, key: str, state: dict, options: dict) -> dict:
     """What an anchor file holds: the anchor state of ``state_key`` after training step ``step``, and the run's
-    options (``compatibility.options_of``)."""
+    options (``compatibility.flat_options``)."""
     return {"global_step": step, "state_key": key, "options": options, "state": state}
 
 
@@ -164,23 +165,25 @@ def _options_only(saved: dict) -> bool:
     return isinstance(options, dict) and options.get(_ESTIMATOR) not in (None, "hadw")
 
 
-def _checked_options_only(saved: dict, step: int) -> dict:
+def _checked_options_only(saved: dict, step: int, resumer: str) -> dict:
     if not _is_int(saved["global_step"], 1) or not isinstance(saved["state_key"], str):
         raise ValueError(f"has invalid fields: global_step={saved['global_step']!r}, state_key={saved['state_key']!r}")
     if saved["global_step"] != step:
         raise ValueError(
-            f"belongs to step {saved['global_step']} but verl resumes from step {step}: the file was copied from "
+            f"belongs to step {saved['global_step']} but {resumer} resumes from step {step}: the file was copied from "
             "another checkpoint"
         )
     return saved
 
 
-def read_state_file(path: str, step: int) -> dict:
-    """The checked payload of ``path`` for a resume from ``global_step_{step}``. Its ``state`` is null only in the
-    options-only file of a run under another estimator (``payload(..., state=None, ...)``).
+def read_state_file(path: str, step: int, terms: Terms | None = None) -> dict:
+    """The checked payload of ``path`` for a resume from the checkpoint of step ``step``. Its ``state`` is null only
+    in the options-only file of a run under another estimator (``payload(..., state=None, ...)``). ``terms``: the
+    resuming framework's (None: a reader that only asks whether the file is valid).
 
     Raises ValueError saying what is wrong with the file (the caller adds the path and the ways out).
     """
+    resumer = terms.framework if terms is not None else "the trainer"
     raw = read_bounded(path)
     if not raw.strip():
         raise ValueError(f"is empty ({len(raw)} bytes): the save that wrote it was interrupted")
@@ -190,7 +193,7 @@ def read_state_file(path: str, step: int) -> dict:
     missing = sorted({"global_step", "state_key", "state"} - saved.keys())
     state = saved.get("state")
     if not missing and state is None and _options_only(saved):
-        return _checked_options_only(saved, step)
+        return _checked_options_only(saved, step, resumer)
     if not missing and not isinstance(state, dict):
         raise ValueError(f"has a 'state' that is not an object ({state!r:.60})")
     version = state.get("schema_version") if isinstance(state, dict) else None
@@ -217,13 +220,13 @@ def read_state_file(path: str, step: int) -> dict:
         raise ValueError(f"has invalid fields: {'; '.join(bad)}")
     if saved["global_step"] != step or state["open_step"] not in (None, step):
         raise ValueError(
-            f"belongs to step {saved['global_step']} (anchor step {state['open_step']}) but verl resumes from "
+            f"belongs to step {saved['global_step']} (anchor step {state['open_step']}) but {resumer} resumes from "
             f"step {step}: the file was copied from another checkpoint"
         )
     return saved
 
 
-def write_state_file(path: str, payload: dict) -> None:
+def write_state_file(path: str, payload: dict, terms: Terms) -> None:
     """Write ``payload`` to ``path`` atomically: a temp file, fsync, rename (both back-ends' anchor files).
 
     On any OS error the temp file is removed (an existing anchor file stays as it was) and AnchorSaveError
@@ -246,9 +249,9 @@ def write_state_file(path: str, payload: dict) -> None:
         raise AnchorSaveError(
             f"could not write the HA-DW anchor into {checkpoint_dir} ({exc.strerror or exc}): "
             f"{_save_problem(exc, path)}; no partial "
-            f"{os.path.basename(path)} was left. verl may already list this checkpoint as the latest, and resuming "
-            "from it stops for the missing anchor: fix the cause and resume from the previous checkpoint "
-            f"(trainer.resume_mode=resume_path), or {ALLOW_MISSING_STATE}."
+            f"{os.path.basename(path)} was left. {terms.framework} may already list this checkpoint as the latest, and "
+            f"resuming from it stops for the missing anchor: fix the cause and {terms.resume_elsewhere}, or "
+            f"{terms.allow_missing_state}."
         ) from exc
 
 

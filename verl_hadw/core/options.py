@@ -1,36 +1,41 @@
-"""``algorithm.hadw`` and ``algorithm.dgpo``: every option declared once, with its default, range and doc.
+"""HA-DW's and DGPO's options (verl: ``algorithm.hadw`` / ``algorithm.dgpo``; TRL: ``hadw_*`` / ``dgpo_*``): every
+option declared once, with its default, range and doc, and the one parser.
 
 Each user option is one dataclass field made by :func:`option` (default, one-line doc, and a check: a range, a
-set of choices, ...). The parser, its error messages ("Did you mean ...") and the options block of the README and
-docs/options.md (:func:`options_yaml`, compared with both by a test) are all derived from these declarations.
-
-verl passes the estimator the raw ``algorithm`` node (an OmegaConf ``DictConfig``, never converted to a dataclass
-in 0.9.1), so unknown keys would otherwise be accepted silently. Pure Python: no verl, torch or Ray import, so the
-checkpoint callback can validate a config before the cluster starts.
+set of choices, ...). :func:`declarations` is the one walk over them: the parser, its error messages ("Did you
+mean ..."), each adapter's start-up checks and fields, the resume rules and the options block of the README and
+docs/options.md (:func:`options_yaml`, compared with both by a test) all read it. The parser takes plain mappings
+(an adapter turns its framework's config into one) and the framework's option names (``key``, ``terms.Terms.key``)
+for its messages. Pure Python: no framework import.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
-from verl_hadw.errors import ConfigError
+from verl_hadw.core.errors import ConfigError
 
 __all__ = [
     "ConfigError",
     "AnchorConfig",
     "HadwConfig",
     "DgpoConfig",
-    "parse_hadw",
-    "parse_dgpo",
-    "grpo_norm_by_std",
-    "log_metrics",
-    "algorithm_node",
+    "Key",
+    "SECTIONS",
+    "declarations",
+    "parse_section",
+    "check_option",
+    "plain_value",
     "options_yaml",
 ]
+
+#: How a framework names an option path (``"hadw.anchor.eta"``): ``Terms.key`` of its adapter.
+Key = Callable[[str], str]
 
 INF = math.inf
 
@@ -103,41 +108,67 @@ class HadwConfig:
 
 
 # --------------------------------------------------------------------------------------------- parsing
+SECTIONS: dict[str, type] = {"hadw": HadwConfig, "dgpo": DgpoConfig}  # option path of a section -> its dataclass
+
+
+def _walk(cls: type, path: str) -> dict[str, dataclasses.Field]:
+    out = {}
+    for f in dataclasses.fields(cls):
+        if "kind" not in f.metadata:
+            continue
+        out[f"{path}.{f.name}"] = f
+        if f.metadata["kind"] == "section":
+            out.update(_walk(f.default_factory, f"{path}.{f.name}"))
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def declarations() -> dict[str, dataclasses.Field]:
+    """Every declaration by its option path (``"hadw.lambda_scale"``, ``"hadw.anchor"`` (a section),
+    ``"hadw.anchor.eta"``, ``"dgpo.temperature"``), in declaration order: the one walk over the declarations that
+    the parser, the start-up checks, the resume rules, TRL's fields and the docs all read."""
+    out = {}
+    for section, cls in SECTIONS.items():
+        out.update(_walk(cls, section))
+    return out
+
+
+def _section_classes() -> dict[str, type]:
+    """Option path of every section, nested ones included, in declaration order -> its dataclass."""
+    out = {}
+    for section, cls in SECTIONS.items():
+        out[section] = cls
+        out.update({path: f.default_factory for path, f in _walk(cls, section).items()
+                    if f.metadata["kind"] == "section"})
+    return out
+
+
 def _to_dict(node: Any, where: str) -> dict:
+    """A section's values as a dict: a mapping (an adapter's plain node), a dataclass, or None (absent)."""
     if node is None:
         return {}
-    from omegaconf import DictConfig, OmegaConf  # ships with verl (hydra-core)
-
-    if isinstance(node, DictConfig):
-        return OmegaConf.to_container(node, resolve=True)
     if isinstance(node, Mapping):
         return dict(node)
-    if dataclasses.is_dataclass(node):
+    if dataclasses.is_dataclass(node) and not isinstance(node, type):
         return dataclasses.asdict(node)
     raise ConfigError(f"{where} must be a mapping, got {type(node).__name__}: {node!r}")
-
-
-def algorithm_node(config: Any, name: str) -> dict:
-    """``config.<name>`` of verl's ``algorithm`` node as a plain dict ({} when absent)."""
-    if config is None:
-        return {}
-    node = config.get(name, None) if hasattr(config, "get") else getattr(config, name, None)
-    return _to_dict(node, f"algorithm.{name}")
-
-
-def _user_fields(cls: type) -> list[dataclasses.Field]:
-    return [f for f in dataclasses.fields(cls) if "kind" in f.metadata]
 
 
 def _interval(lo: float, hi: float, lo_open: bool) -> str:
     return f"{'(' if lo_open else '['}{lo}, {'inf' if hi == INF else hi}]"
 
 
+def check_option(value: Any, path: str, key: Key) -> Any:
+    """``value`` of the option at ``path`` (``"hadw.log_metrics"``) validated against its declaration; errors name
+    it as ``key(path)``."""
+    return _check(value, declarations()[path], key(path))
+
+
 def _check(value: Any, f: dataclasses.Field, key: str) -> Any:
-    """``value`` of option ``f`` (at ``key``) validated against its declaration."""
+    """``value`` of option ``f`` (named ``key`` in messages) validated against its declaration."""
     m = f.metadata
     kind = m["kind"]
-    value = _plain(value)
+    value = plain_value(value)
     if kind == "flag":
         if not isinstance(value, bool):
             raise ConfigError(f"{key} must be true or false, got {value!r}.")
@@ -178,7 +209,7 @@ def _check(value: Any, f: dataclasses.Field, key: str) -> Any:
     return value
 
 
-def _plain(value: Any) -> Any:
+def plain_value(value: Any) -> Any:
     """A numpy scalar (``np.float32(1.3)``, ``np.int64(4)``, ``np.bool_(True)``, ``np.str_``) as the Python value it
     stands for; anything else as it is. A float32 becomes the shortest decimal that reads back as it (``1.3``, not
     1.2999999523), the number its user wrote. Without importing numpy (this module is pure Python)."""
@@ -190,63 +221,38 @@ def _plain(value: Any) -> Any:
     return plain
 
 
-def _parse(cls: type, values: Mapping, where: str):
-    """An instance of ``cls`` from the user's ``values`` (unknown keys, types and ranges checked)."""
-    fields = _user_fields(cls)
+def parse_section(section: str, values: Mapping | None, key: Key):
+    """The options of ``section`` (``"hadw"`` or ``"dgpo"``) from the user's ``values`` (a plain mapping; None:
+    all defaults), unknown keys, types and ranges checked; every message names options by ``key``."""
+    return _parse(SECTIONS[section], _to_dict(values, key(section)), section, key)
+
+
+def _parse(cls: type, values: Mapping, path: str, key: Key):
+    """An instance of ``cls`` (the section at ``path``) from ``values``."""
+    where = key(path)
+    fields = [f for f in dataclasses.fields(cls) if "kind" in f.metadata]
     allowed = [f.name for f in fields]
-    for key in values:
-        if key not in allowed:
-            hint = difflib.get_close_matches(str(key), allowed, n=1)
-            elsewhere = [w for w, c in _sections().items() if w != where and key in {f.name for f in _user_fields(c)}]
+    for name in values:
+        if name not in allowed:
+            hint = difflib.get_close_matches(str(name), allowed, n=1)
+            elsewhere = [s for s, c in _section_classes().items() if s != path
+                         and name in {f.name for f in dataclasses.fields(c) if "kind" in f.metadata}]
             did_you_mean = (
-                f" Did you mean '{where}.{hint[0]}'?" if hint
-                else f" '{key}' is an option of {elsewhere[0]}: did you mean '{elsewhere[0]}.{key}'?" if elsewhere
-                else ""
+                f" Did you mean '{key(f'{path}.{hint[0]}')}'?" if hint
+                else f" '{name}' is an option of {key(elsewhere[0])}: did you mean '{key(f'{elsewhere[0]}.{name}')}'?"
+                if elsewhere else ""
             )
             raise ConfigError(
-                f"Unknown key '{where}.{key}'.{did_you_mean} Valid keys under {where}: {', '.join(allowed)}."
+                f"Unknown key '{where}.{name}'.{did_you_mean} Valid keys under {where}: {', '.join(allowed)}."
             )
     parsed = {}
     for f in fields:
-        key = f"{where}.{f.name}"
+        option = f"{path}.{f.name}"
         if f.metadata["kind"] == "section":
-            parsed[f.name] = _parse(f.default_factory, _to_dict(values.get(f.name), key), key)
+            parsed[f.name] = _parse(f.default_factory, _to_dict(values.get(f.name), key(option)), option, key)
         elif f.name in values:
-            parsed[f.name] = _check(values[f.name], f, key)
+            parsed[f.name] = _check(values[f.name], f, key(option))
     return cls(**parsed)
-
-
-def _sections() -> dict[str, type]:
-    """Where each options dataclass lives, for "it is an option of another section" hints."""
-    return {"algorithm.hadw": HadwConfig, "algorithm.hadw.anchor": AnchorConfig, "algorithm.dgpo": DgpoConfig}
-
-
-def grpo_norm_by_std(config: Any) -> bool:
-    """verl's ``algorithm.norm_adv_by_std_in_grpo`` (the GRPO base of HA-DW, and DGPO with ``dgae=false``)."""
-    value = _plain(config.get("norm_adv_by_std_in_grpo", True) if hasattr(config, "get") else True)
-    if not isinstance(value, bool):
-        raise ConfigError(f"algorithm.norm_adv_by_std_in_grpo must be true or false, got {value!r}.")
-    return value
-
-
-def parse_dgpo(config: Any) -> DgpoConfig:
-    """Validated ``algorithm.dgpo`` from verl's ``algorithm`` node (dict, DictConfig or None)."""
-    return _parse(DgpoConfig, algorithm_node(config, "dgpo"), "algorithm.dgpo")
-
-
-def parse_hadw(config: Any) -> HadwConfig:
-    """Validated ``algorithm.hadw`` from verl's ``algorithm`` node (dict, DictConfig or None)."""
-    return _parse(HadwConfig, algorithm_node(config, "hadw"), "algorithm.hadw")
-
-
-def log_metrics(config: Any) -> bool:
-    """``algorithm.hadw.log_metrics``: the one switch for both estimators' metrics (read without parsing the rest
-    of ``algorithm.hadw``, so a DGPO run does not validate HA-DW's options on every call)."""
-    values = algorithm_node(config, "hadw")
-    if "log_metrics" not in values:
-        return True
-    flag = next(f for f in dataclasses.fields(HadwConfig) if f.name == "log_metrics")
-    return _check(values["log_metrics"], flag, "algorithm.hadw.log_metrics")
 
 
 # ----------------------------------------------------------------------------------------- the docs
@@ -262,7 +268,7 @@ def _yaml_value(value: Any) -> str:
 
 def _yaml_lines(cls: type, indent: int) -> list[str]:
     lines = []
-    for f in _user_fields(cls):
+    for f in (f for f in dataclasses.fields(cls) if "kind" in f.metadata):
         pad = " " * indent
         if f.metadata["kind"] == "section":
             lines.append(f"{pad}{f.name}:")

@@ -1,8 +1,8 @@
-"""verl's ``global_step_N`` checkpoint folders: which one a run resumes from, their step, and a fallback.
+"""Which ``global_step_N`` folder verl resumes from, found as verl finds it; a path verl would misread refused.
 
 ``resolve_resume_dir`` follows verl's own ``_load_checkpoint`` (``trainer.resume_mode`` auto / resume_path /
 disable, ``latest_checkpointed_iteration.txt`` through verl's ``find_latest_ckpt_path``), so the anchor is
-restored from the folder verl loads.
+restored from the folder verl loads. Both back-ends (``checkpoint_files``, ``legacy_snapshots``) read it.
 """
 
 from __future__ import annotations
@@ -10,10 +10,9 @@ from __future__ import annotations
 import os
 import re
 
-from verl_hadw.anchor.file_format import STATE_FILE, read_state_file
-from verl_hadw.errors import ConfigError
+from verl_hadw.core.errors import ConfigError
 
-__all__ = ["resolve_resume_dir", "check_step_folder", "step_of", "earlier_valid_checkpoint"]
+__all__ = ["resolve_resume_dir", "check_step_folder"]
 
 
 def resolve_resume_dir(trainer_config) -> str | None:
@@ -59,31 +58,3 @@ def check_step_folder(folder: str, given: str) -> str:
     return folder
 
 
-def step_of(folder: str) -> int:
-    """N of a ``global_step_N`` folder."""
-    return int(os.path.basename(os.path.normpath(folder)).split("global_step_")[-1])
-
-
-def earlier_valid_checkpoint(folder: str, step: int | None = None, prefix: str = "global_step_",
-                             needs: str | None = "actor") -> str | None:
-    """The newest other ``<prefix>K`` (K < N) beside ``folder`` whose anchor file is valid and that holds ``needs``
-    (what its trainer resumes from: verl's ``actor/``; None: nothing more), or None. N is ``step``, else read from
-    ``folder``'s name. verl's folders are ``global_step_K``; TRL's ``checkpoint-K`` (``verl_hadw.trl``)."""
-    parent = os.path.dirname(os.path.normpath(folder))
-    step = step_of(folder) if step is None else step
-    try:
-        names = os.listdir(parent)
-    except OSError:
-        return None
-    numbers = (n[len(prefix):] for n in names if n.startswith(prefix))
-    for k in sorted((int(k) for k in numbers if k.isdigit()), reverse=True):
-        candidate = os.path.join(parent, f"{prefix}{k}")
-        if k >= step or (needs is not None and not os.path.isdir(os.path.join(candidate, needs))):
-            continue
-        try:
-            saved = read_state_file(os.path.join(candidate, STATE_FILE), k)
-        except ValueError:
-            continue
-        if saved["state"] is not None:  # an options-only file (another estimator) holds no anchor
-            return candidate
-    return None

@@ -17,7 +17,8 @@ sampler none of the ``filter_groups`` arguments). Counting them would mean re-im
 
 from __future__ import annotations
 
-from verl_hadw.errors import ConfigError
+from verl_hadw.core.errors import ConfigError
+from verl_hadw.verl_adapter.run_options import RunOptions
 
 __all__ = ["check_filter_groups", "drops_groups"]
 
@@ -29,12 +30,16 @@ def drops_groups(config) -> bool:
     return enabled and bool(config.trainer.get("use_v1", True))
 
 
-def check_filter_groups(config) -> None:
-    """Raise ConfigError for HA-DW (any base) with dynamic sampling on a v1 trainer, unless the anchor is fixed."""
+def check_filter_groups(config, run: RunOptions | None = None) -> None:
+    """Raise ConfigError for HA-DW (any base) with dynamic sampling on a v1 trainer, unless the anchor is fixed.
+    ``run``: the config's parsed options, when the caller has them."""
     if config.algorithm.get("adv_estimator") != "hadw" or not drops_groups(config):
         return
-    hadw = config.algorithm.get("hadw") or {}
-    if (hadw.get("anchor") or {}).get("mode") == "fixed":  # read as written: a typo elsewhere is another problem
+    if run is not None:
+        mode = run.hadw.anchor.mode
+    else:  # read as written: a typo elsewhere in the section is another problem, reported on its own
+        mode = ((config.algorithm.get("hadw") or {}).get("anchor") or {}).get("mode")
+    if mode == "fixed":
         return  # a fixed anchor never reads y_t
     raise ConfigError(
         "algorithm.adv_estimator=hadw cannot run with algorithm.filter_groups.enable=true (DAPO dynamic "

@@ -24,12 +24,15 @@ from dataclasses import dataclass, field
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from verl_hadw.anchor.checkpoint_dirs import resolve_resume_dir, step_of
-from verl_hadw.anchor.compatibility import options_of
-from verl_hadw.anchor.file_format import STATE_FILE, payload, read_state_file, write_state_file
-from verl_hadw.anchor.persistence import Persistence, continue_under
-from verl_hadw.errors import ALLOW_MISSING_STATE, RESUME_ELSEWHERE, AnchorFileError, MissingAnchorStateError
-from verl_hadw.options import HadwConfig
+from verl_hadw.core.anchor.checkpoint_dirs import step_of
+from verl_hadw.core.anchor.file_format import STATE_FILE, payload, read_state_file, write_state_file
+from verl_hadw.core.anchor.resume import continue_under
+from verl_hadw.core.errors import AnchorFileError, MissingAnchorStateError
+from verl_hadw.core.options import HadwConfig
+from verl_hadw.verl_adapter.anchor_persistence import Persistence
+from verl_hadw.verl_adapter.resume_dir import resolve_resume_dir
+from verl_hadw.verl_adapter.run_options import RunOptions, parse_run
+from verl_hadw.verl_adapter.verl_terms import ALLOW_MISSING_STATE, RESUME_ELSEWHERE, VERL
 
 __all__ = ["LegacySnapshots", "from_config", "SNAPSHOT_DIR"]
 
@@ -47,7 +50,7 @@ class LegacySnapshots(Persistence):
     resume_mode: str
     resume_from_path: str | None
     save_freq: int
-    options: dict = field(default_factory=dict, compare=False)  # the run's (compatibility.options_of)
+    options: dict = field(default_factory=dict, compare=False)  # the run's (RunOptions.flat)
 
     handles_resume = True
 
@@ -63,7 +66,7 @@ class LegacySnapshots(Persistence):
         data_pt = os.path.join(self.local_dir, f"global_step_{step}", "data.pt")
         if os.path.exists(data_pt):  # an older run's checkpoint of this step that verl is about to overwrite
             snapshot["replaces_data_pt_mtime_ns"] = os.stat(data_pt).st_mtime_ns
-        write_state_file(self.snapshot_path(step), snapshot)
+        write_state_file(self.snapshot_path(step), snapshot, VERL)
         self._prune(step)
 
     def _prune(self, step: int) -> None:
@@ -104,7 +107,7 @@ class LegacySnapshots(Persistence):
         ]
         for path in candidates:
             if os.path.exists(path):
-                return continue_under(self._read(path, previous, folder), cfg, self.options, path)
+                return continue_under(self._read(path, previous, folder), cfg, self.options, path, VERL)
         message = (
             f"HA-DW anchor '{key}': the legacy trainer resumed at step {step} "
             + (f"from {folder}, but found no anchor snapshot for step {previous} "
@@ -121,7 +124,7 @@ class LegacySnapshots(Persistence):
     def _read(path: str, previous: int, folder: str) -> dict:
         """The checked payload of the snapshot ``path`` of step ``previous`` for the checkpoint ``folder``."""
         try:  # the v1 callback's checks: readable, complete, valid fields, the step verl resumes from
-            saved = read_state_file(path, previous)
+            saved = read_state_file(path, previous, VERL)
         except ValueError as exc:
             raise AnchorFileError(
                 f"HA-DW anchor file {path} {exc} ({folder}). Ways out: {RESUME_ELSEWHERE}, or {ALLOW_MISSING_STATE}."
@@ -138,9 +141,10 @@ class LegacySnapshots(Persistence):
         return saved
 
 
-def from_config(algorithm) -> LegacySnapshots | None:
+def from_config(algorithm, run: RunOptions | None = None) -> LegacySnapshots | None:
     """The legacy trainer's checkpoint settings, or None: v1 trainer, or ``algorithm`` is not part of a full
-    verl config (a plain dict or a detached node, as in unit use), or it names no ``default_local_dir``."""
+    verl config (a plain dict or a detached node, as in unit use), or it names no ``default_local_dir``. ``run``:
+    the options the estimator parsed from ``algorithm`` (parsed here when not given)."""
     if not isinstance(algorithm, DictConfig):
         return None
     try:
@@ -157,5 +161,5 @@ def from_config(algorithm) -> LegacySnapshots | None:
         resume_mode=str(trainer.get("resume_mode", "auto")),
         resume_from_path=trainer.get("resume_from_path"),
         save_freq=int(trainer.get("save_freq", -1)),
-        options=options_of(algorithm),
+        options=(run if run is not None else parse_run(algorithm)).flat(),
     )

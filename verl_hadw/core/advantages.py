@@ -3,7 +3,8 @@ each method on a batch of scored, grouped responses.
 
 Equation numbers refer to the project's equation sheet, ``docs/equations.md`` (HA-DW = arXiv 2601.08521 §3,
 Eqs. 7-17; DGPO = MathForge, arXiv 2601.20614 §3.1, Eqs. 3-6); each equation is written here once. Both framework
-adapters call these functions: verl's registered estimators (``estimators``) and TRL's trainer (``verl_hadw.trl``).
+adapters call these functions: verl's registered estimators (``verl_adapter.estimators``) and TRL's trainer
+(``verl_hadw.trl``).
 They differ only in how they build the ``Batch``, where the anchor lives (``observe``) and how they name an option
 in an error (``key``). Every statistic is over valid rows only and vectorised over groups with index tensors.
 """
@@ -15,16 +16,15 @@ from typing import Callable
 
 import torch
 
-from verl_hadw.anchor.machine import AnchorView
-from verl_hadw.errors import verl_key
-from verl_hadw.groups import Batch, accuracy_of, group_sum, zero_spread
-from verl_hadw.options import DgpoConfig, HadwConfig
+from verl_hadw.core.anchor.machine import AnchorView
+from verl_hadw.core.groups import Batch, accuracy_of, group_sum, zero_spread
+from verl_hadw.core.options import DgpoConfig, HadwConfig, Key
 
-__all__ = ["grpo_advantage", "dgpo_advantage", "hadw_weights", "dgpo_call", "hadw_call", "HadwCall", "verl_key"]
+__all__ = ["grpo_advantage", "dgpo_advantage", "hadw_weights", "dgpo_call", "hadw_call", "HadwCall"]
 
-#: How a framework names an option in its error messages: ``key("hadw.success_threshold")`` is
-#: ``algorithm.hadw.success_threshold`` for verl (``verl_key``), ``hadw_success_threshold`` for TRL.
-Key = Callable[[str], str]
+# ``key``: how the calling framework names an option in its error messages (``Terms.key``):
+# ``key("hadw.success_threshold")`` is ``algorithm.hadw.success_threshold`` for verl, ``hadw_success_threshold``
+# for TRL.
 
 
 # ------------------------------------------------------------------------------------- base advantages
@@ -87,7 +87,7 @@ def dgpo_advantage(
 
 
 def dgpo_call(
-    b: Batch, cfg: DgpoConfig, norm_by_std: bool, key: Key = verl_key, acc_scores: torch.Tensor | None = None,
+    b: Batch, cfg: DgpoConfig, norm_by_std: bool, key: Key, acc_scores: torch.Tensor | None = None,
     lengths: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """One DGPO call: (n,) advantages and counts. ``acc_scores``: (n,) what DQW's accuracy is read from (default:
@@ -131,7 +131,7 @@ class HadwCall:
 
 def hadw_call(
     b: Batch, cfg: HadwConfig, dgpo_cfg: DgpoConfig | None, norm_by_std: bool,
-    observe: Callable[[float, int], AnchorView], key: Key = verl_key, acc_scores: torch.Tensor | None = None,
+    observe: Callable[[float, int], AnchorView], key: Key, acc_scores: torch.Tensor | None = None,
     lengths: torch.Tensor | None = None, *, preview: Callable[[float, int], AnchorView],
 ) -> HadwCall:
     """One HA-DW call over a GRPO or DGPO base advantage (``dgpo_cfg``: the DGPO options when ``cfg.base=dgpo``).

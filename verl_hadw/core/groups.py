@@ -14,7 +14,7 @@ from functools import cached_property
 import numpy as np
 import torch
 
-from verl_hadw.group_labels import as_labels, group_ids
+from verl_hadw.core.group_labels import as_labels, group_ids
 
 __all__ = [
     "Batch",

@@ -1,8 +1,8 @@
 """Every error the plugin raises, and each remedy its messages offer, written once.
 
 A message names what went wrong and the way out; the ways out that recur (start a fresh anchor, resume from
-another checkpoint, install the checkpoint callback) are the constants below, so every message says them alike.
-Pure Python: no verl, torch or Ray import.
+another checkpoint) are each framework's words (``terms.Terms``), passed in by its adapter, so every message of one
+framework says them alike. Pure Python: no verl, torch or Ray import.
 """
 
 from __future__ import annotations
@@ -17,30 +17,13 @@ __all__ = [
     "AnchorActorError",
     "MissingExtraError",
     "UnusedOptionsWarning",
-    "ALLOW_MISSING_STATE",
-    "FRESH_ANCHOR_WARNING",
-    "RESUME_ELSEWHERE",
-    "CALLBACK_OVERRIDE",
-    "verl_key",
     "frozen_anchor_message",
 ]
 
-# ------------------------------------------------------------------------------------------ remedy texts
-CALLBACK_OVERRIDE = "trainer.checkpoint_callback_class=verl_hadw.callback.HadwCheckpointCallback"
-ALLOW_MISSING_STATE = "set +algorithm.hadw.allow_missing_state=true to continue with a fresh anchor"
-RESUME_ELSEWHERE = "resume from another checkpoint (trainer.resume_mode=resume_path)"
-FRESH_ANCHOR_WARNING = "(allow_missing_state=true: continuing with a fresh anchor)"  # appended to the warning
-
-
-def verl_key(option: str) -> str:
-    """verl's name of a declared option (``"hadw.anchor.eta"`` -> ``algorithm.hadw.anchor.eta``); TRL's names are
-    ``verl_hadw.trl.grpo_config.trl_key``'s. Messages that name an option take one of the two."""
-    return f"algorithm.{option}"
-
-
-def frozen_anchor_message(window: int, posterior: float, batch_acc: float, key=verl_key, anchor: str = "") -> str:
+# ------------------------------------------------------------------------------------------ messages
+def frozen_anchor_message(window: int, posterior: float, batch_acc: float, key, anchor: str = "") -> str:
     """The warning when the anchor stopped following the batch accuracy (``AnchorView.warn``), with its remedies
-    under the framework's option names (``key``)."""
+    under the framework's option names (``key``: ``Terms.key``)."""
     name = f" {anchor!r}" if anchor else ""
     return (
         f"HA-DW anchor{name} is frozen: it moved < 1e-3 over {window} steps while the batch accuracy is > 0.05 away "
@@ -52,8 +35,8 @@ def frozen_anchor_message(window: int, posterior: float, batch_acc: float, key=v
 
 # ------------------------------------------------------------------------------------------ error classes
 class ConfigError(ValueError):
-    """A bad ``algorithm.hadw`` / ``algorithm.dgpo`` (or ``trainer.resume_*``) value; the message names the key
-    and what is valid."""
+    """A bad option value (``algorithm.hadw.*`` in verl, ``hadw_*`` in TRL, or a framework setting); the message
+    names the key and what is valid."""
 
 
 class MissingAnchorStateError(RuntimeError):

@@ -18,9 +18,9 @@ import logging
 import time
 from dataclasses import asdict
 
-from verl_hadw.anchor.machine import AnchorState, AnchorView
-from verl_hadw.errors import AnchorActorError
-from verl_hadw.options import AnchorConfig
+from verl_hadw.core.anchor.machine import AnchorState, AnchorView
+from verl_hadw.core.errors import AnchorActorError
+from verl_hadw.core.options import AnchorConfig
 
 __all__ = ["AnchorService", "LocalStore", "RayStore", "actor_name", "make_store", "wait_until_released"]
 

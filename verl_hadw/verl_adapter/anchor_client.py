@@ -24,19 +24,13 @@ import logging
 import warnings
 from typing import Callable
 
-from verl_hadw.anchor.machine import AnchorState, AnchorView
-from verl_hadw.anchor.persistence import Persistence
-from verl_hadw.anchor.stores import make_store
-from verl_hadw.errors import (
-    ALLOW_MISSING_STATE,
-    CALLBACK_OVERRIDE,
-    FRESH_ANCHOR_WARNING,
-    ConfigError,
-    MissingAnchorStateError,
-    frozen_anchor_message,
-)
-from verl_hadw.options import AnchorConfig, HadwConfig
-from verl_hadw.process_state import PROCESS
+from verl_hadw.core.anchor.machine import AnchorState, AnchorView
+from verl_hadw.core.errors import ConfigError, MissingAnchorStateError, frozen_anchor_message
+from verl_hadw.core.options import AnchorConfig, HadwConfig
+from verl_hadw.verl_adapter.anchor_persistence import Persistence
+from verl_hadw.verl_adapter.anchor_stores import make_store
+from verl_hadw.verl_adapter.process_state import PROCESS
+from verl_hadw.verl_adapter.verl_terms import ALLOW_MISSING_STATE, CALLBACK_OVERRIDE, VERL
 
 __all__ = [
     "AnchorClient",
@@ -108,7 +102,7 @@ class AnchorClient:
         if not self.allow_missing_state:
             raise MissingAnchorStateError(message)
         if warn:
-            logger.warning(f"{message} {FRESH_ANCHOR_WARNING}")
+            logger.warning(f"{message} {VERL.fresh_anchor}")
 
     def _after(self, step: int, call: int, correct: float, count: int) -> tuple[AnchorView, AnchorState]:
         """The view and the state a call would leave, computed on a copy of the store's last state."""
@@ -136,7 +130,7 @@ class AnchorClient:
             self._step, self._call = ids  # the next call gets the ids this one would have had
             raise
         if view.warn:
-            message = frozen_anchor_message(self.config.window, view.posterior, view.batch_acc, anchor=self.key)
+            message = frozen_anchor_message(self.config.window, view.posterior, view.batch_acc, VERL.key, self.key)
             logger.warning(message)
             warnings.warn(message, RuntimeWarning, stacklevel=3)
         return view

@@ -13,7 +13,8 @@ The criterion, applied to every option (a test fails when an option of ``options
 An option that neither the saved run nor this run uses (``used``: e.g. ``algorithm.dgpo.*`` when both run HA-DW
 over GRPO) is only warned about, whatever its kind.
 
-Anchor files record the run's options (``options_of``, flat ``algorithm.*`` keys). Files of schema 1 recorded
+Anchor files record the run's options (``flat_options``, flat ``algorithm.*`` keys: the file format's names, the
+same for every framework; messages name them in the adapter's ``Terms``). Files of schema 1 recorded
 only the anchor options (``state.config``) and the state key; the others cannot be checked there and the resume
 says so. Keys this version does not know (a newer verl-hadw's options or top-level keys) are ignored with one
 warning naming them, by both back-ends alike.
@@ -21,17 +22,17 @@ warning naming them, by both back-ends alike.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from verl_hadw.errors import ALLOW_MISSING_STATE, ResumeConflictError
-from verl_hadw.options import DgpoConfig, HadwConfig, grpo_norm_by_std, parse_dgpo, parse_hadw
+from verl_hadw.core.errors import ResumeConflictError
+from verl_hadw.core.options import DgpoConfig, HadwConfig, declarations
+from verl_hadw.core.terms import ALGORITHM_PREFIX, Terms
 
 __all__ = [
-    "MEANING", "TUNING", "ADV_ESTIMATOR", "Rule", "RULES", "options_of", "declared_options", "check_resume",
-    "rules_table",
+    "MEANING", "TUNING", "ADV_ESTIMATOR", "NORM_BY_STD", "Rule", "RULES", "flat_options", "declared_options",
+    "check_resume", "rules_table",
 ]
 
 logger = logging.getLogger(__name__)
@@ -118,36 +119,27 @@ RULES: dict[str, Rule] = {
 
 
 # ------------------------------------------------------------------------------------------ the options
-def _user_fields(cls: type, prefix: str) -> dict[str, dataclasses.Field]:
-    out = {}
-    for f in dataclasses.fields(cls):
-        if "kind" not in f.metadata:
-            continue
-        if f.metadata["kind"] == "section":
-            out.update(_user_fields(f.default_factory, f"{prefix}{f.name}."))
-        else:
-            out[prefix + f.name] = f
-    return out
-
-
 def declared_options() -> list[str]:
     """Every option a user can set that reaches HA-DW: ``algorithm.hadw.*``, ``algorithm.dgpo.*`` and verl's
     ``algorithm.norm_adv_by_std_in_grpo``, as flat keys."""
-    return [ADV_ESTIMATOR, *_user_fields(HadwConfig, HADW), *_user_fields(DgpoConfig, DGPO), NORM_BY_STD]
+    options = [ALGORITHM_PREFIX + path for path, f in declarations().items() if f.metadata["kind"] != "section"]
+    return [ADV_ESTIMATOR, *options, NORM_BY_STD]
 
 
-def options_of(algorithm: Any) -> dict[str, Any]:
-    """The options of the run whose verl ``algorithm`` node (dict, DictConfig or None) is ``algorithm``, as flat
-    keys: what an anchor file records and a resume compares."""
+def flat_options(hadw: HadwConfig, dgpo: DgpoConfig, norm_by_std: bool, estimator: str | None) -> dict[str, Any]:
+    """A run's parsed options as flat keys: what an anchor file records and a resume compares (every adapter
+    records the same keys: its users' files resume under another adapter's rules alike)."""
+    sections = {"hadw": hadw, "dgpo": dgpo}
     out = {}
-    for prefix, node in ((HADW, parse_hadw(algorithm)), (DGPO, parse_dgpo(algorithm))):
-        for key in _user_fields(type(node), prefix):
-            value = node
-            for part in key[len(prefix):].split("."):
-                value = getattr(value, part)
-            out[key] = value
-    out[NORM_BY_STD] = grpo_norm_by_std(algorithm)
-    estimator = algorithm.get("adv_estimator", "gae") if hasattr(algorithm, "get") else None
+    for path, f in declarations().items():
+        if f.metadata["kind"] == "section":
+            continue
+        section, *parts = path.split(".")
+        value = sections[section]
+        for part in parts:
+            value = getattr(value, part)
+        out[ALGORITHM_PREFIX + path] = value
+    out[NORM_BY_STD] = norm_by_std
     out[ADV_ESTIMATOR] = str(estimator) if estimator is not None else None
     return out
 
@@ -158,9 +150,9 @@ def anchor_options(anchor_config: dict) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------------ the check
-def check_resume(saved: dict, recorded_all: bool, now: dict, path: str, other_keys=()) -> None:
+def check_resume(saved: dict, recorded_all: bool, now: dict, path: str, terms: Terms, other_keys=()) -> None:
     """Apply the rules to a resume from ``path`` whose file recorded the options ``saved``; ``now``: this run's
-    (both flat keys, ``options_of``).
+    (both flat keys, ``flat_options``). Messages name options and ways out in ``terms``.
 
     ``recorded_all``: the file records every option (schema 2); False for schema 1 (anchor options only).
     ``other_keys``: top-level keys of the file this version does not write (a newer version's).
@@ -171,7 +163,7 @@ def check_resume(saved: dict, recorded_all: bool, now: dict, path: str, other_ke
     for key, rule in RULES.items():
         if key not in saved or saved[key] == now[key]:
             continue
-        change = f"{key}: {saved[key]!r} -> {now[key]!r}"
+        change = f"{terms.flat(key)}: {saved[key]!r} -> {now[key]!r}"
         used = rule.used(saved) or rule.used(now)
         if rule.kind == MEANING and used:
             refused.append((key, change, rule))
@@ -179,18 +171,17 @@ def check_resume(saved: dict, recorded_all: bool, now: dict, path: str, other_ke
             changed.append(change if used else f"{change} (not used by either run)")
     if refused:
         lines = "; ".join(f"{change} ({rule.why})" for _, change, rule in refused)
-        set_back = " ".join(f"{'' if key == ADV_ESTIMATOR else '+'}{key}={_override(saved[key])}"
-                            for key, _, _ in refused)  # verl's own keys exist: no "+"
+        set_back = " ".join(terms.setting(key.removeprefix(ALGORITHM_PREFIX), saved[key]) for key, _, _ in refused)
         raise ResumeConflictError(
             f"cannot resume from {path}: it was saved under other options that change the meaning of the anchor "
             f"or the method being trained: {lines}. Ways out: set them back ({set_back}); or, to change them on "
-            f"purpose, keep the weights with a fresh anchor: move {path} away and {ALLOW_MISSING_STATE}; or train "
-            "it as a new experiment (another trainer.default_local_dir, or trainer.resume_mode=disable)."
+            f"purpose, keep the weights with a fresh anchor: move {path} away and {terms.allow_missing_state}; or "
+            f"train it as a new experiment ({terms.new_experiment})."
         )
     notes = []
     if changed:
         notes.append(
-            f"was saved under another algorithm.hadw.anchor config or other tuning options ({'; '.join(changed)}): "
+            f"was saved under {terms.anchor_tuning} or other tuning options ({'; '.join(changed)}): "
             "the anchor keeps its history and continues under this run's options"
         )
     unknown = sorted(saved.keys() - RULES.keys()) + [f"(top level) {k}" for k in other_keys]
@@ -201,17 +192,10 @@ def check_resume(saved: dict, recorded_all: bool, now: dict, path: str, other_ke
     unrecorded = sorted(k for k in RULES if k not in saved)
     if unrecorded:
         why = "an older verl-hadw recorded only the anchor options" if not recorded_all else "not recorded"
-        notes.append(f"cannot check {len(unrecorded)} option(s) the file lacks ({why}): {', '.join(unrecorded)}")
+        named = ", ".join(terms.flat(k) for k in unrecorded)
+        notes.append(f"cannot check {len(unrecorded)} option(s) the file lacks ({why}): {named}")
     if notes:
         logger.warning(f"HA-DW anchor {path}: " + "; ".join(notes))
-
-
-def _override(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return str(value).lower()
-    return str(value)
 
 
 def rules_table() -> str:

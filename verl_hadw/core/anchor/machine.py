@@ -13,8 +13,8 @@ import copy
 import math
 from dataclasses import asdict, dataclass, field, replace
 
-from verl_hadw.errors import AnchorStepError
-from verl_hadw.options import AnchorConfig
+from verl_hadw.core.errors import AnchorStepError
+from verl_hadw.core.options import AnchorConfig
 
 __all__ = ["SCHEMA_VERSION", "READABLE_SCHEMAS", "AnchorState", "AnchorView", "AnchorStepError", "population_std"]
 

@@ -1,0 +1,72 @@
+"""The TRL extra installs into an environment that already has TRL and changes nothing there.
+
+A fresh virtualenv gets ``trl==1.16.0`` first (with CPU torch, as a TRL user's machine would have it), then this
+checkout's ``[trl]`` extra. ``pip freeze`` before and after: additions only, no installed version changed, and
+none of verl, Ray, vLLM or wandb. Then ``examples/trl_hadw.py`` trains there. Wheels come from pip's cache (the
+test install fills it), so the cost is the installs themselves: the test prints its timings.
+"""
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[1]
+FORBIDDEN = {"verl", "ray", "vllm", "wandb"}
+
+
+def sh(*cmd, cwd=None, timeout=1800):
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PIP_REQUIRE_VIRTUALENV")}
+    env.update(HF_HUB_OFFLINE="1", HF_HUB_DISABLE_TELEMETRY="1", WANDB_MODE="disabled")
+    proc = subprocess.run([str(c) for c in cmd], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, f"{cmd}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return proc.stdout
+
+
+def freeze(python: Path) -> dict[str, str]:
+    """name -> version (or the line, for a non-``==`` entry) of ``pip freeze``."""
+    out = {}
+    for line in sh(python, "-m", "pip", "freeze", "--all").splitlines():
+        name, sep, version = line.partition("==")
+        if not sep:  # "name @ file:///..." (a local install)
+            name, _, version = line.partition(" @ ")
+        out[re.sub(r"[-_.]+", "-", name.strip()).lower()] = version.strip()
+    return out
+
+
+def test_the_trl_extra_changes_nothing_a_trl_user_has(tmp_path):
+    timings = {}
+    start = time.monotonic()
+    sh(sys.executable, "-m", "venv", tmp_path / "venv")
+    python = tmp_path / "venv" / "bin" / "python"
+    sh(python, "-m", "pip", "install", "-q", "-c", ROOT / "constraints-cpu.txt", "trl==1.16.0")
+    timings["trl first"] = time.monotonic() - start
+    before = freeze(python)
+    assert before["trl"] == "1.16.0"
+
+    start = time.monotonic()
+    sh(python, "-m", "pip", "install", "-q", f"{ROOT}[trl]")  # no constraints: nothing may need one
+    timings["the [trl] extra"] = time.monotonic() - start
+    after = freeze(python)
+    print("pip freeze before:\n  " + "\n  ".join(f"{k}=={v}" for k, v in sorted(before.items())))
+    print("pip freeze after:\n  " + "\n  ".join(f"{k}=={v}" for k, v in sorted(after.items())))
+
+    changed = {k: (v, after.get(k)) for k, v in before.items() if after.get(k) != v}
+    assert changed == {}, f"installed versions changed: {changed}"
+    added = sorted(after.keys() - before.keys())
+    assert "verl-hadw" in added
+    assert not FORBIDDEN & set(added), f"the TRL extra brought {sorted(FORBIDDEN & set(added))}"
+    print(f"added: {added}")
+
+    start = time.monotonic()
+    out = sh(python, ROOT / "examples" / "trl_hadw.py", cwd=tmp_path)
+    timings["examples/trl_hadw.py"] = time.monotonic() - start
+    assert "hadw" in out.lower() or out.strip(), out
+    sh(python, "-c", "import sys, verl_hadw.trl; assert 'verl' not in sys.modules and 'ray' not in sys.modules")
+    print("timings (s): " + ", ".join(f"{k} {v:.0f}" for k, v in timings.items()))

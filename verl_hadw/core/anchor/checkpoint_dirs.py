@@ -1,0 +1,43 @@
+"""Checkpoint folders named ``<prefix>N`` (verl's ``global_step_N``, TRL's ``checkpoint-N``): their step, and the
+newest earlier one whose anchor file is valid (the way out every "cannot restore" message offers).
+
+Which folder a run resumes from is each framework's rule: ``verl_adapter.resume_dir``, TRL's trainer.
+"""
+
+from __future__ import annotations
+
+import os
+
+from verl_hadw.core.anchor.file_format import STATE_FILE, read_state_file
+
+__all__ = ["step_of", "earlier_valid_checkpoint"]
+
+
+def step_of(folder: str, prefix: str = "global_step_") -> int:
+    """N of a ``<prefix>N`` folder."""
+    return int(os.path.basename(os.path.normpath(folder)).split(prefix)[-1])
+
+
+def earlier_valid_checkpoint(folder: str, step: int | None = None, prefix: str = "global_step_",
+                             needs: str | None = "actor") -> str | None:
+    """The newest other ``<prefix>K`` (K < N) beside ``folder`` whose anchor file is valid and that holds ``needs``
+    (what its trainer resumes from: verl's ``actor/``; None: nothing more), or None. N is ``step``, else read from
+    ``folder``'s name. verl's folders are ``global_step_K``; TRL's ``checkpoint-K`` (``verl_hadw.trl``)."""
+    parent = os.path.dirname(os.path.normpath(folder))
+    step = step_of(folder) if step is None else step
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return None
+    numbers = (n[len(prefix):] for n in names if n.startswith(prefix))
+    for k in sorted((int(k) for k in numbers if k.isdigit()), reverse=True):
+        candidate = os.path.join(parent, f"{prefix}{k}")
+        if k >= step or (needs is not None and not os.path.isdir(os.path.join(candidate, needs))):
+            continue
+        try:
+            saved = read_state_file(os.path.join(candidate, STATE_FILE), k)
+        except ValueError:
+            continue
+        if saved["state"] is not None:  # an options-only file (another estimator) holds no anchor
+            return candidate
+    return None

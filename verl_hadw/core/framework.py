@@ -1,0 +1,25 @@
+"""An adapter's first line: its framework must be installed, else one error naming the install command."""
+
+from __future__ import annotations
+
+import importlib.util
+
+__all__ = ["require", "install_command"]
+
+
+def install_command(extra: str) -> str:
+    """The install line of an extra: from the registry once published, from a clone until then."""
+    return f'pip install "verl-hadw[{extra}]" (from a clone: pip install -e ".[{extra}]")'
+
+
+def require(module: str, adapter: str, extra: str) -> None:
+    """Raise ``ModuleNotFoundError`` (one line, naming the install command) unless ``module`` can be imported.
+
+    Looks the module up without importing it (``import verl`` takes seconds and loads verl's plugins)."""
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a finder refused it, or a broken half-installed module
+        found = False
+    if not found:
+        raise ModuleNotFoundError(f"{adapter} needs {module}, which is not installed: {install_command(extra)}",
+                                  name=module)
