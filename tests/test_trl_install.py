@@ -67,6 +67,6 @@ def test_the_trl_extra_changes_nothing_a_trl_user_has(tmp_path):
     start = time.monotonic()
     out = sh(python, ROOT / "examples" / "trl_hadw.py", cwd=tmp_path)
     timings["examples/trl_hadw.py"] = time.monotonic() - start
-    assert "hadw" in out.lower() or out.strip(), out
+    assert re.search(r"anchor after \d+ generation batches: C\+ [0-9.]+, saved with checkpoint-", out), out[-2000:]
     sh(python, "-c", "import sys, verl_hadw.trl; assert 'verl' not in sys.modules and 'ray' not in sys.modules")
     print("timings (s): " + ", ".join(f"{k} {v:.0f}" for k, v in timings.items()))
