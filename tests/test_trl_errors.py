@@ -105,6 +105,36 @@ def test_the_trainer_needs_a_hadw_config(tmp_path):
         HadwGRPOTrainer(model="unused", reward_funcs=[], args=args)
 
 
+@pytest.mark.slow  # trains: TRL's defaults (3 epochs of one prompt here, 256-token completions)
+def test_without_args_the_trainer_builds_the_default_config_and_trains(tmp_path, monkeypatch):
+    """TRL's GRPOTrainer(model=..., reward_funcs=..., train_dataset=...) works without args; so does ours: the
+    default config (named after the model, as TRL names it) with HA-DW's defaults.
+
+    TRL's default config trains in bf16, which transformers accepts only beside a GPU (on a CPU-only machine TRL's
+    own default fails the same way, "Your setup doesn't support bf16/gpu"); here transformers is told bf16 is
+    available, and torch runs the bf16 autocast on the CPU."""
+    import transformers.training_args
+    from trl_helpers import accuracy, toy_dataset
+
+    from verl_hadw.toy.assets import build_model, build_tokenizer
+
+    monkeypatch.setattr(transformers.training_args, "is_torch_bf16_gpu_available", lambda: True)
+    monkeypatch.chdir(tmp_path)  # the default output_dir is relative, as TRL's
+    default = GRPOConfig("tiny-qwen2-GRPO")
+    tokenizer = build_tokenizer()
+    model = build_model(tokenizer, 0)
+    model.config._name_or_path = "local/tiny-qwen2"
+    trainer = HadwGRPOTrainer(model=model, reward_funcs=accuracy, train_dataset=toy_dataset(1),
+                              processing_class=tokenizer)
+    assert isinstance(trainer.args, HadwGRPOConfig) and trainer.args.output_dir.endswith("tiny-qwen2-GRPO")
+    assert all(getattr(trainer.args, f.name) == getattr(default, f.name) for f in dataclasses.fields(GRPOConfig)
+               if f.name not in ("logging_dir",))  # TRL's default, field for field
+    assert trainer.args.adv_estimator == "hadw" and trainer.anchor is not None
+    trainer.train()
+    assert trainer.state.global_step >= 1 and trainer.anchor.state.open_step is not None  # the anchor moved
+    assert any("hadw/phi_mean" in entry for entry in trainer.state.log_history)
+
+
 def test_accuracy_reward_index_out_of_range(tmp_path):
     with pytest.raises(ConfigError, match=r"accuracy_reward_index=1 is out of range: there are 1 reward function\(s\) "
                                           r"\(0: accuracy\); valid: 0..0 or None"):
@@ -157,8 +187,10 @@ def test_the_accuracy_column_drives_the_anchor_and_the_sum_the_advantage(two_rew
 def test_non_binary_accuracy_without_threshold_names_the_field(tmp_path, estimator, field):
     t = trainer(config(tmp_path, adv_estimator=estimator))
     rewards = torch.tensor([[0.9], [0.2], [0.4], [0.7]] * 2)
-    with pytest.raises(ValueError, match=rf"rewards are not binary accuracies .*; set {field}=<threshold>"):
+    with pytest.raises(ValueError, match=rf"rewards are not binary accuracies .*; set {field}=<threshold>") as info:
         t.hadw_advantages(rewards, torch.full((8,), 4))
+    assert "; or, if one of reward_funcs (accuracy) is the accuracy (0 or 1), name it: accuracy_reward_index=" in str(
+        info.value)  # both ways out
     t = trainer(config(tmp_path, adv_estimator=estimator, **{field: 0.5}))
     assert t.hadw_advantages(rewards, torch.full((8,), 4))[0].abs().sum() > 0
 

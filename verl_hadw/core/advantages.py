@@ -88,12 +88,13 @@ def dgpo_advantage(
 
 def dgpo_call(
     b: Batch, cfg: DgpoConfig, norm_by_std: bool, key: Key, acc_scores: torch.Tensor | None = None,
-    lengths: torch.Tensor | None = None,
+    lengths: torch.Tensor | None = None, *, accuracy_hint: str = "",
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """One DGPO call: (n,) advantages and counts. ``acc_scores``: (n,) what DQW's accuracy is read from (default:
-    the scores; TRL: the accuracy reward function's column)."""
+    the scores; TRL: the accuracy reward function's column). ``accuracy_hint``: the framework's other way out of
+    non-binary scores, added to that error."""
     scores = b.scores if acc_scores is None else acc_scores
-    acc = accuracy_of(scores, cfg.success_threshold, key("dgpo.success_threshold")) if cfg.dqw else None
+    acc = accuracy_of(scores, cfg.success_threshold, key("dgpo.success_threshold"), accuracy_hint) if cfg.dqw else None
     return dgpo_advantage(b, acc, cfg, norm_by_std, lengths)
 
 
@@ -132,7 +133,7 @@ class HadwCall:
 def hadw_call(
     b: Batch, cfg: HadwConfig, dgpo_cfg: DgpoConfig | None, norm_by_std: bool,
     observe: Callable[[float, int], AnchorView], key: Key, acc_scores: torch.Tensor | None = None,
-    lengths: torch.Tensor | None = None, *, preview: Callable[[float, int], AnchorView],
+    lengths: torch.Tensor | None = None, *, preview: Callable[[float, int], AnchorView], accuracy_hint: str = "",
 ) -> HadwCall:
     """One HA-DW call over a GRPO or DGPO base advantage (``dgpo_cfg``: the DGPO options when ``cfg.base=dgpo``).
 
@@ -141,16 +142,18 @@ def hadw_call(
     training step, Eqs. 7-12); ``preview(K_t, B_t)`` returns the view ``observe`` would, leaving the anchor as it
     is. Every check runs on the preview first, so a call that raises never moves the anchor. With
     ``difficulty_from=reward`` y_t and p̂ are mean rewards instead (the authors' released code).
-    ``acc_scores``/``lengths``: as in ``dgpo_call``.
+    ``acc_scores``/``lengths``/``accuracy_hint``: as in ``dgpo_call``.
     """
     by_accuracy = cfg.difficulty_from == "accuracy"
     scores = b.scores if acc_scores is None else acc_scores
-    acc = accuracy_of(scores, cfg.success_threshold, key("hadw.success_threshold")) if by_accuracy else None
+    threshold_key = key("hadw.success_threshold")
+    acc = accuracy_of(scores, cfg.success_threshold, threshold_key, accuracy_hint) if by_accuracy else None
     if cfg.base == "dgpo":  # the base advantage under DGPO's own options
         dqw_acc = None
         if dgpo_cfg.dqw:  # DQW weighs questions by accuracy under DGPO's threshold, whatever HA-DW's y_t is
             same = acc is not None and dgpo_cfg.success_threshold == cfg.success_threshold
-            dqw_acc = acc if same else accuracy_of(scores, dgpo_cfg.success_threshold, key("dgpo.success_threshold"))
+            dqw_acc = acc if same else accuracy_of(scores, dgpo_cfg.success_threshold, key("dgpo.success_threshold"),
+                                                   accuracy_hint)
         adv, dgpo_counts = dgpo_advantage(b, dqw_acc, dgpo_cfg, norm_by_std, lengths)
     else:
         adv, dgpo_counts = grpo_advantage(b, cfg.epsilon, norm_by_std), None

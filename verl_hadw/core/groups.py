@@ -269,10 +269,11 @@ def as_valid_index(index, rows: torch.Tensor):
     return np.asarray(index, dtype=object)[rows.cpu().numpy()]
 
 
-def accuracy_of(scores: torch.Tensor, threshold: float | None, key: str) -> torch.Tensor:
+def accuracy_of(scores: torch.Tensor, threshold: float | None, key: str, other_way: str = "") -> torch.Tensor:
     """(n,) accuracy in {0, 1}: the score itself when binary, else ``score > threshold``.
 
-    ``key`` names the config key to set in the error for non-binary scores without a threshold.
+    ``key`` names the config key to set in the error for non-binary scores without a threshold; ``other_way``, in
+    the framework's words, is appended to it (TRL: naming the reward function that is the accuracy).
     """
     if threshold is not None:
         return (scores > threshold).float()
@@ -281,6 +282,6 @@ def accuracy_of(scores: torch.Tensor, threshold: float | None, key: str) -> torc
         example = scores[~binary][:3].tolist()
         raise ValueError(
             f"rewards are not binary accuracies (e.g. {example}); set {key}=<threshold> so that "
-            f"accuracy = score > threshold (DAPO's ±1 rewards with overlong penalties: 0)"
+            f"accuracy = score > threshold (DAPO's ±1 rewards with overlong penalties: 0){other_way}"
         )
     return scores.float()

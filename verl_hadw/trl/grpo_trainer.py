@@ -39,6 +39,9 @@ class HadwGRPOTrainer(GRPOTrainer):
     """``GRPOTrainer`` whose advantages are HA-DW's or DGPO's (``args``: a ``HadwGRPOConfig``)."""
 
     def __init__(self, model, reward_funcs=None, args: HadwGRPOConfig | None = None, *rest, **kwargs):
+        if args is None:  # as TRL: a default config named after the model, here with HA-DW's defaults too
+            name = model if isinstance(model, str) else getattr(model.config, "_name_or_path", "") or "model"
+            args = HadwGRPOConfig(f"{name.split('/')[-1]}-GRPO")
         if not isinstance(args, HadwGRPOConfig):
             raise ConfigError(
                 f"HadwGRPOTrainer reads its options from args=HadwGRPOConfig(...) (GRPOConfig's fields plus adv_"
@@ -110,12 +113,16 @@ class HadwGRPOTrainer(GRPOTrainer):
         args = self.args
         group_size = self.num_generations if mode == "train" else self.num_generations_eval
         scores, acc_scores = self._scores(rewards_per_func)
+        hint = "" if acc_scores is not None else (
+            f"; or, if one of reward_funcs ({', '.join(self.reward_func_names)}) is the accuracy (0 or 1), name it: "
+            "accuracy_reward_index=<its position> (the advantage stays on the combined reward)")
         index = torch.arange(scores.numel(), device=scores.device) // group_size
         with torch.no_grad():
             b = prepare_batch(scores.unsqueeze(-1), torch.ones_like(scores, dtype=torch.long).unsqueeze(-1), index)
             step = self.state.global_step + 1
             if self.anchor is None:
-                adv, counts = dgpo_call(b, self.dgpo_cfg, args.norm_by_std(), TRL.key, acc_scores, lengths)
+                adv, counts = dgpo_call(b, self.dgpo_cfg, args.norm_by_std(), TRL.key, acc_scores, lengths,
+                                        accuracy_hint=hint)
                 self._hadw_metrics.record_dgpo(step, counts)
             else:
                 def view(correct: float, count: int):
@@ -127,7 +134,7 @@ class HadwGRPOTrainer(GRPOTrainer):
                     return self.anchor.peek(step, correct, count) if mode == "train" else view(correct, count)
 
                 call = hadw_call(b, self.hadw_cfg, self.dgpo_cfg, args.norm_by_std(), view, TRL.key, acc_scores,
-                                 lengths, preview=checked)
+                                 lengths, preview=checked, accuracy_hint=hint)
                 adv, step = call.advantages, call.view.step
                 self._hadw_metrics.record_hadw(call.view, call.phi, self.hadw_cfg.lambda_scale)
                 if call.dgpo_counts is not None:
