@@ -103,11 +103,12 @@ def check_sections(algorithm: Any, root: Any = None) -> None:
             )
 
 
-def _set_keys(node: Mapping, prefix: str) -> list[str]:
+def set_keys(node: Mapping, prefix: str) -> list[str]:
+    """Every dotted key set under ``node`` (a mapping), leaves only: ``prefix.key.sub``."""
     keys = []
     for key, value in node.items():
         if isinstance(value, Mapping) and value:
-            keys += _set_keys(value, f"{prefix}.{key}")
+            keys += set_keys(value, f"{prefix}.{key}")
         else:
             keys.append(f"{prefix}.{key}")
     return keys
@@ -129,11 +130,11 @@ def unused_options(algorithm: Any) -> list[str]:
         shared = {"algorithm.hadw.state_key"}  # names the anchor: every shipped base config sets it
         if estimator == "dgpo":
             shared.add("algorithm.hadw.log_metrics")
-        unused += [k for k in _set_keys(hadw, "algorithm.hadw") if k not in shared]
+        unused += [k for k in set_keys(hadw, "algorithm.hadw") if k not in shared]
     if estimator not in ("hadw", "dgpo"):
-        unused += _set_keys(dgpo, "algorithm.dgpo")
+        unused += set_keys(dgpo, "algorithm.dgpo")
     elif estimator == "hadw" and hadw.get("base", "grpo") != "dgpo":
-        unused += _set_keys(dgpo, "algorithm.dgpo")
+        unused += set_keys(dgpo, "algorithm.dgpo")
     return unused
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from verl_hadw.core.errors import ConfigError
 from verl_hadw.verl_adapter import config_check
 from verl_hadw.verl_adapter.dynamic_sampling import check_filter_groups
+from verl_hadw.verl_adapter.gdpo_slip import check_gdpo_slip
 from verl_hadw.verl_adapter.run_options import RunOptions, parse_run
 
 __all__ = ["validate_config", "validated_options"]
@@ -49,6 +50,7 @@ def validated_options(config) -> RunOptions:
     run = attempt(lambda: parse_run(algorithm))
     attempt(lambda: config_check.check_algorithm(algorithm, config))  # near-miss sections raise; unused options warn
     attempt(lambda: check_filter_groups(config, run))  # HA-DW with DAPO's dynamic sampling: refused
+    attempt(lambda: check_gdpo_slip(algorithm))  # verl's gdpo with algorithm.dgpo.* set: did you mean dgpo?
     attempt(lambda: registered(run.estimator if run is not None else algorithm.get("adv_estimator", "gae")))
     if len(problems) == 1:
         raise ConfigError(problems[0])
