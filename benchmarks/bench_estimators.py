@@ -66,6 +66,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall", help="wall or process CPU time")
     parser.add_argument("--quick", action="store_true", help="tiny sizes, for a smoke run")
+    parser.add_argument("--mask", choices=("float", "int64"), default="float",
+                        help="response_mask dtype: int64 is what verl's trainers pass (a float mask is scanned once)")
     args = parser.parse_args()
     if args.quick:
         args.sizes, args.length, args.repeats = [256], 256, 2
@@ -79,11 +81,12 @@ def main() -> None:
     config = {"norm_adv_by_std_in_grpo": True, "hadw": {"state_key": "bench"}, "dgpo": {}}
     print(
         f"torch threads={torch.get_num_threads()}, G={args.group}, L={args.length}, median of {args.repeats}, "
-        f"{args.clock} clock"
+        f"{args.clock} clock, {args.mask} mask"
     )
     print(f"{'N':>6} {'estimator':>16} {'ms':>9} {'x floor':>8} {'target':>8}")
     for n in args.sizes:
         rewards, mask, index = make_batch(n, args.group, args.length)
+        mask = mask.long() if args.mask == "int64" else mask
 
         def floor():
             scalar = rewards.sum(-1)
