@@ -83,6 +83,20 @@ def test_wheel_metadata_has_one_verl_range_and_the_extras(wheel):
         assert f"Provides-Extra: {extra}" in text
 
 
+def test_the_verl_extra_installs_beside_the_installed_verl(tmp_path):
+    """pip's resolver, offline, in this environment (verl 0.9.1 installed, as a verl user's): the checkout's
+    [verl] extra would install verl-hadw alone, replacing and adding nothing."""
+    import json
+    from importlib.metadata import version
+
+    report = tmp_path / "report.json"
+    sh(sys.executable, "-m", "pip", "install", "--dry-run", "--no-index", "--no-build-isolation", "--report", report,
+       "-q", f"{ROOT}[verl]", cwd=tmp_path)
+    installs = [(i["metadata"]["name"], i["metadata"]["version"]) for i in json.loads(report.read_text())["install"]]
+    assert [name for name, _ in installs] == ["verl-hadw"], installs
+    assert version("verl") == "0.9.1"
+
+
 def test_sdist_and_wheel_pass_twine_check(tmp_path):
     """``python -m build`` (sdist and wheel from a clean copy) and ``twine check``: ready to publish."""
     src = tmp_path / "src"

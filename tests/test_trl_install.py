@@ -40,7 +40,7 @@ def freeze(python: Path) -> dict[str, str]:
     return out
 
 
-def test_the_trl_extra_changes_nothing_a_trl_user_has(tmp_path):
+def test_the_trl_extra_changes_nothing_a_trl_user_has(tmp_path, capsys):
     timings = {}
     start = time.monotonic()
     sh(sys.executable, "-m", "venv", tmp_path / "venv")
@@ -54,19 +54,22 @@ def test_the_trl_extra_changes_nothing_a_trl_user_has(tmp_path):
     sh(python, "-m", "pip", "install", "-q", f"{ROOT}[trl]")  # no constraints: nothing may need one
     timings["the [trl] extra"] = time.monotonic() - start
     after = freeze(python)
-    print("pip freeze before:\n  " + "\n  ".join(f"{k}=={v}" for k, v in sorted(before.items())))
-    print("pip freeze after:\n  " + "\n  ".join(f"{k}=={v}" for k, v in sorted(after.items())))
+    with capsys.disabled():  # in CI's output, passed or not
+        print("\n[trl install] pip freeze before: " + " ".join(f"{k}=={v}" for k, v in sorted(before.items())))
+        print("[trl install] pip freeze after:  " + " ".join(f"{k}=={v}" for k, v in sorted(after.items())))
 
     changed = {k: (v, after.get(k)) for k, v in before.items() if after.get(k) != v}
     assert changed == {}, f"installed versions changed: {changed}"
     added = sorted(after.keys() - before.keys())
     assert "verl-hadw" in added
     assert not FORBIDDEN & set(added), f"the TRL extra brought {sorted(FORBIDDEN & set(added))}"
-    print(f"added: {added}")
+    with capsys.disabled():
+        print(f"[trl install] added: {added}")
 
     start = time.monotonic()
     out = sh(python, ROOT / "examples" / "trl_hadw.py", cwd=tmp_path)
     timings["examples/trl_hadw.py"] = time.monotonic() - start
     assert re.search(r"anchor after \d+ generation batches: C\+ [0-9.]+, saved with checkpoint-", out), out[-2000:]
     sh(python, "-c", "import sys, verl_hadw.trl; assert 'verl' not in sys.modules and 'ray' not in sys.modules")
-    print("timings (s): " + ", ".join(f"{k} {v:.0f}" for k, v in timings.items()))
+    with capsys.disabled():
+        print("[trl install] timings (s): " + ", ".join(f"{k} {v:.0f}" for k, v in timings.items()))
