@@ -20,9 +20,12 @@ def verl_key(option: str) -> str:
     return ALGORITHM_PREFIX + option
 
 
+_VERL_OWN = ("adv_estimator", "norm_adv_by_std_in_grpo")  # keys of verl's config: Hydra refuses "+" on them
+
+
 def _setting(option: str, value: Any) -> str:
-    # the estimator is verl's own key, so it takes no "+"; HA-DW's and DGPO's keys are new to verl's config
-    return f"{'' if option == 'adv_estimator' else '+'}{verl_key(option)}={yaml_value(value)}"
+    # verl's own keys take no "+"; HA-DW's and DGPO's keys are new to verl's config
+    return f"{'' if option in _VERL_OWN else '+'}{verl_key(option)}={yaml_value(value)}"
 
 
 VERL = Terms(
