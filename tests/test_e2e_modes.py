@@ -115,7 +115,7 @@ def test_async_mode_dgpo(mode, e2e):
     K calls of a separate_async step add up, every group of the step counted once. DGPO alone files its K calls under
     the same trainer step (``steps.stateless_step``: test_verl_integration.py's
     test_dgpo_alone_files_the_k_calls_of_a_trainer_step_under_that_step) and logs no HA-DW metric (the sync
-    ``v1_dgpo`` launch, test_e2e_cpu.py::test_v1_dgpo)."""
+    ``smoke`` launch, test_e2e_cpu.py::test_v1_dgpo)."""
     steps = e2e.result(f"{mode}_straight").steps
     assert sorted(steps) == list(range(1, STRAIGHT + 1))
     for step, values in steps.items():
