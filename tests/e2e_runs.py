@@ -256,7 +256,7 @@ class StudyRun:
 
 
 def quick_study(ctx: Context) -> dict:
-    """``verl-hadw study --quick``: hadw, then grpo at HA-DW's measured Φ × lr, one seed, two steps each."""
+    """``verl-hadw study --quick``: hadw, then grpo at HA-DW's measured Φ × lr, one seed, one step each."""
     work = ctx.workdir("quick_study")
     out, docs = work / "study", work / "docs"
     cmd = [sys.executable, "-m", "verl_hadw.cli", "study", "--quick", "--out", str(out), "--copy-to", str(docs)]
