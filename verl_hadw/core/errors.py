@@ -16,7 +16,6 @@ __all__ = [
     "ResumeConflictError",
     "AnchorActorError",
     "MissingExtraError",
-    "UnsupportedVerlError",
     "UnusedOptionsWarning",
     "frozen_anchor_message",
 ]
@@ -69,11 +68,6 @@ class AnchorActorError(RuntimeError):
 
 class MissingExtraError(SystemExit):
     """A CLI subcommand needs a pip extra that is not installed (the message names it)."""
-
-
-class UnsupportedVerlError(ImportError):
-    """The installed verl is outside the range the plugin supports (``VERL_RANGE``); the message names the
-    installed version and the range. An ``ImportError``: it is raised when verl's adapter is imported."""
 
 
 class UnusedOptionsWarning(UserWarning):

@@ -11,12 +11,13 @@ import os
 
 import verl
 
+from verl_hadw.verl_adapter.process_state import PROCESS
+from verl_hadw.verl_adapter.verl_trl import trl_has_value_head
+
 #: the verl versions whose patched functions were read: 0.9.0's and 0.9.1's bodies of the functions patched and
 #: replaced here are identical (distributed.initialize_global_process_group_ray, engine_workers' use of it,
 #: monkey_patch.is_trl_available), as are the registries platform.py, rollout.py and weight_sync.py register in
 SUPPORTED_VERL = ("0.9.0", "0.9.1")
-from verl_hadw.verl_adapter.process_state import PROCESS
-from verl_hadw.verl_adapter.verl_trl import trl_has_value_head
 
 
 def _gloo_only_process_group() -> None:

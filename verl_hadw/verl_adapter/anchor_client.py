@@ -24,6 +24,7 @@ import logging
 import warnings
 from typing import Callable
 
+from verl_hadw import verl_support
 from verl_hadw.core.anchor.machine import AnchorState, AnchorView
 from verl_hadw.core.errors import ConfigError, MissingAnchorStateError, frozen_anchor_message
 from verl_hadw.core.options import AnchorConfig, HadwConfig
@@ -31,7 +32,6 @@ from verl_hadw.verl_adapter.anchor_persistence import Persistence
 from verl_hadw.verl_adapter.anchor_stores import make_store
 from verl_hadw.verl_adapter.process_state import PROCESS
 from verl_hadw.verl_adapter.verl_terms import ALLOW_MISSING_STATE, CALLBACK_OVERRIDE, VERL
-from verl_hadw.verl_adapter.verl_version import has_checkpoint_callback, installed_verl
 
 __all__ = [
     "AnchorClient",
@@ -95,12 +95,12 @@ class AnchorClient:
         """First call of a process at step > 1: a resumed run whose anchor was not restored."""
         snapshots = ("<trainer.default_local_dir>/verl_hadw_anchor/step_N.json, written at every step when "
                      "trainer.save_freq > 0 and the estimator gets verl's full config")
-        if has_checkpoint_callback():
+        if verl_support.has_checkpoint_callback():
             ways = (f"With the v1 trainer set {CALLBACK_OVERRIDE} (it saves and restores the anchor); the legacy "
                     f"trainer (trainer.use_v1=false) restores it from {snapshots}.")
         else:  # verl 0.9.0: no callback can be loaded; snapshots serve both trainers
-            ways = (f"On verl {installed_verl()} (no checkpoint callbacks before verl 0.9.1) both trainers restore it "
-                    f"from {snapshots}.")
+            ways = (f"On verl {verl_support.installed_verl()} (no checkpoint callbacks before verl 0.9.1) both "
+                    f"trainers restore it from {snapshots}.")
         message = (
             f"HA-DW anchor '{self.key}' starts at training step {step} with no restored state: this run resumed "
             f"from a checkpoint but the anchor was not loaded. {ways} To go on instead, {ALLOW_MISSING_STATE}."

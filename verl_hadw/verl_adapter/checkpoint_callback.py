@@ -16,12 +16,13 @@ estimator on resume is refused (``anchor.compatibility``), as is resuming anothe
 
 from __future__ import annotations
 
-from verl_hadw.verl_adapter.verl_version import CALLBACK_SINCE, has_checkpoint_callback, installed_verl
+from verl_hadw import verl_support
 
-if not has_checkpoint_callback():  # verl 0.9.0: no trainer.checkpoint_callback_class, no CheckpointCallback
+if not verl_support.has_checkpoint_callback():  # verl 0.9.0: no checkpoint_callback_class, no CheckpointCallback
     raise ImportError(
-        f"verl_hadw.callback.HadwCheckpointCallback needs verl>={CALLBACK_SINCE}: it is a verl checkpoint callback "
-        f"(trainer.checkpoint_callback_class), which verl {installed_verl()} does not have. On this verl remove "
+        f"verl_hadw.callback.HadwCheckpointCallback needs verl>={verl_support.CALLBACK_SINCE}: it is a verl "
+        f"checkpoint callback (trainer.checkpoint_callback_class), which verl {verl_support.installed_verl()} does "
+        "not have. On this verl remove "
         "trainer.checkpoint_callback_class from the config: the HA-DW anchor is saved and restored by per-step "
         "snapshots (<trainer.default_local_dir>/verl_hadw_anchor/step_N.json) and the config is checked at the "
         "first estimator call."

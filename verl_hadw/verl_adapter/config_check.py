@@ -198,10 +198,10 @@ def _is_our_callback(name: Any) -> bool:
 def ignored_callback(algorithm: Any, root: Any = None) -> str | None:
     """The notice for a config naming ``trainer.checkpoint_callback_class`` (every shipped YAML does) on a verl
     without that hook (0.9.0), which ignores the key without a word. None when that is not so."""
-    from verl_hadw.verl_adapter.verl_version import CALLBACK_SINCE, has_checkpoint_callback, installed_verl
+    from verl_hadw import verl_support
 
     trainer = _trainer_of(algorithm, root)
-    if trainer is None or not hasattr(trainer, "get") or has_checkpoint_callback():
+    if trainer is None or not hasattr(trainer, "get") or verl_support.has_checkpoint_callback():
         return None
     name = trainer.get("checkpoint_callback_class", None)
     if not name:
@@ -214,8 +214,9 @@ def ignored_callback(algorithm: Any, root: Any = None) -> str | None:
         if estimator == "hadw" else ""
     )
     return (
-        f"trainer.checkpoint_callback_class={name} is ignored: verl {installed_verl()} has no checkpoint callbacks "
-        f"(they came with verl {CALLBACK_SINCE}), so that class is never loaded. verl-hadw does without it: "
+        f"trainer.checkpoint_callback_class={name} is ignored: verl {verl_support.installed_verl()} has no "
+        f"checkpoint callbacks (they came with verl {verl_support.CALLBACK_SINCE}), so that class is never loaded. "
+        "verl-hadw does without it: "
         f"{instead}the config was checked at this first estimator call instead of before the workers started. "
         "Remove the key to silence this notice."
     )
@@ -225,7 +226,7 @@ def unsaved_anchor(algorithm: Any, root: Any = None) -> str | None:
     """The warning for an HA-DW run on verl's v1 trainer that saves checkpoints (``trainer.save_freq > 0``) without
     the checkpoint callback: its anchor is in no checkpoint, so a resume stops for it. None when that is not so
     (the legacy trainer, and the v1 trainer of a verl without the hook, 0.9.0, save per-step snapshots)."""
-    from verl_hadw.verl_adapter.verl_version import has_checkpoint_callback
+    from verl_hadw import verl_support
 
     estimator = algorithm.get("adv_estimator", "gae") if hasattr(algorithm, "get") else None
     trainer = _trainer_of(algorithm, root)
@@ -234,7 +235,7 @@ def unsaved_anchor(algorithm: Any, root: Any = None) -> str | None:
     save_freq = trainer.get("save_freq", -1)
     if trainer.get("use_v1", True) is False or not isinstance(save_freq, int) or save_freq <= 0:
         return None
-    if not has_checkpoint_callback():  # verl 0.9.0: the estimator's snapshots save the anchor (legacy_snapshots)
+    if not verl_support.has_checkpoint_callback():  # verl 0.9.0: the estimator's snapshots save it (legacy_snapshots)
         return None
     if _is_our_callback(trainer.get("checkpoint_callback_class", None)):
         return None

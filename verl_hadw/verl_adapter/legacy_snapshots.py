@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from verl_hadw import verl_support
 from verl_hadw.core.anchor.checkpoint_dirs import step_of
 from verl_hadw.core.anchor.file_format import STATE_FILE, payload, read_state_file, write_state_file
 from verl_hadw.core.anchor.resume import continue_under
@@ -35,7 +36,6 @@ from verl_hadw.verl_adapter.anchor_persistence import Persistence
 from verl_hadw.verl_adapter.resume_dir import resolve_resume_dir
 from verl_hadw.verl_adapter.run_options import RunOptions, parse_run
 from verl_hadw.verl_adapter.verl_terms import ALLOW_MISSING_STATE, RESUME_ELSEWHERE, VERL
-from verl_hadw.verl_adapter.verl_version import has_checkpoint_callback, installed_verl
 
 __all__ = ["LegacySnapshots", "from_config", "snapshot_trainer", "SNAPSHOT_DIR"]
 
@@ -151,8 +151,8 @@ def snapshot_trainer(trainer) -> str | None:
     v1 trainer of a verl with the checkpoint hook, where the callback saves it)."""
     if trainer.get("use_v1", True) is False:
         return "the legacy trainer (trainer.use_v1=false)"
-    if not has_checkpoint_callback():
-        return f"verl {installed_verl()}'s v1 trainer (no checkpoint callback before verl 0.9.1)"
+    if not verl_support.has_checkpoint_callback():
+        return f"verl {verl_support.installed_verl()}'s v1 trainer (no checkpoint callback before verl 0.9.1)"
     return None
 
 

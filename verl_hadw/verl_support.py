@@ -14,7 +14,8 @@ verl-hadw supports verl ``VERL_RANGE`` (``verl_hadw/__init__.py``, the one place
 
 The version is read without importing verl (``import verl`` loads its plugins, this one among them): from the file
 verl itself reads ``verl.__version__`` from (``verl/version/version``), else from the installed distribution's
-metadata. Pure Python: no verl, torch or Ray import.
+metadata. Pure Python, no verl, torch or Ray import, and outside ``verl_hadw.verl_adapter`` (which refuses an
+unsupported verl when imported), so ``verl-hadw doctor`` can read it whatever verl is installed.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ import os
 from importlib import metadata
 
 from verl_hadw import VERL_RANGE
-from verl_hadw.core.errors import UnsupportedVerlError
 
 __all__ = [
     "VERL_RANGE", "installed_verl", "is_supported", "has_checkpoint_callback", "unsupported_message", "check",
@@ -33,6 +33,11 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+
+class UnsupportedVerlError(ImportError):
+    """The installed verl is outside ``VERL_RANGE``; the message names the installed version and the range. An
+    ``ImportError``: importing verl's adapter (``verl_hadw.verl_adapter``) raises it."""
 
 #: verl's checkpoint hook (``trainer.checkpoint_callback_class``), new in verl 0.9.1 (PR #7513)
 CALLBACK_MODULE = "verl.trainer.ppo.checkpoint_callback"
