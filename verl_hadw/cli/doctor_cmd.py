@@ -28,8 +28,9 @@ def doctor(_args: argparse.Namespace) -> int:
     tested = "" if verl_version == VERL_VERSION else f"; the project tests {VERL_VERSION} most"
     print(f"[{'ok' if ok else 'FAIL'}] verl version: {verl_version} (verl-hadw supports verl{VERL_RANGE}{tested})")
     print(f"       on this verl: {support_summary(verl_version)}")
-    if not ok:
-        problems.append(f'install a supported verl: pip install "verl{VERL_RANGE}"')
+    if not ok:  # verl's adapter refuses this verl (importing it raises): nothing to check against it
+        print("problems:\n  - " + f'install a supported verl: pip install "verl{VERL_RANGE}"')
+        return 1
 
     eps = [ep for ep in entry_points(group="verl.plugins") if ep.value.startswith("verl_hadw")]
     print(f"[{'ok' if eps else 'FAIL'}] verl.plugins entry point: {', '.join(ep.value for ep in eps) or 'missing'}")
@@ -54,10 +55,6 @@ def doctor(_args: argparse.Namespace) -> int:
     except ImportError as exc:
         print(f"[FAIL] ray: {exc}")
         problems.append("install ray")
-
-    if not ok:  # verl's adapter refuses this verl (its import raises): nothing more to check against it
-        print("problems:\n  - " + "\n  - ".join(problems))
-        return 1
 
     from verl_hadw.verl_adapter.verl_trl import verl_trl_clash
 
