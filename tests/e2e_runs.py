@@ -264,11 +264,21 @@ def v090_resumed(ctx: Context) -> dict:
                     python=verl090_python())
 
 
+V090_SLIP = ["algorithm.adv_estimator=gdpo", "+algorithm.dgpo.temperature=2.0", "trainer.total_training_steps=1"]
+
+
 def v090_gdpo_slip(ctx: Context) -> dict:
-    """verl 0.9.0, no checkpoint callback can load: ``gdpo`` with an ``algorithm.dgpo`` option stops at its first
-    advantage, before any update, with the did-you-mean message."""
-    return main_ppo(ctx, "v090_gdpo_slip", "algorithm.adv_estimator=gdpo", "+algorithm.dgpo.temperature=2.0",
-                    "trainer.total_training_steps=1", expect_ok=False, python=verl090_python())
+    """verl 0.9.0 without any start-up check (no checkpoint callback can load; the demo config's Hydra start-up check
+    removed): ``gdpo`` with an ``algorithm.dgpo`` option stops at its first advantage, before any update, with the
+    did-you-mean message."""
+    return main_ppo(ctx, "v090_gdpo_slip", *V090_SLIP, "~hydra.callbacks.verl_hadw", expect_ok=False,
+                    python=verl090_python())
+
+
+def v090_startup_check(ctx: Context) -> dict:
+    """verl 0.9.0 with the demo config's Hydra start-up check: the same slip stops in main_ppo's own process, before
+    Ray starts."""
+    return main_ppo(ctx, "v090_startup_check", *V090_SLIP, expect_ok=False, attempts=1, python=verl090_python())
 
 
 SMOKE_OVERRIDES = ["+algorithm.hadw.base=dgpo"]  # HA-DW over DGPO: the smoke run is also that estimator's v1 check
@@ -329,5 +339,6 @@ LAUNCHES: dict[str, Launch] = {
         Launch("v090_straight", v090_straight, cost=60),
         Launch("v090_resumed", v090_resumed, after="v090_straight", cost=45),
         Launch("v090_gdpo_slip", v090_gdpo_slip, cost=40),
+        Launch("v090_startup_check", v090_startup_check, cost=15),
     ]
 }

@@ -15,6 +15,7 @@ import os
 
 import pytest
 from e2e_runs import V090_SAVE, V090_STEPS, VERL090_PYTHON
+from e2e_stage import RAY_STARTED
 
 from verl_hadw.toy.launch import stable_metrics
 from verl_hadw.verl_adapter.legacy_snapshots import SNAPSHOT_DIR
@@ -50,11 +51,23 @@ def test_resume_on_verl_0_9_0_continues_the_run_exactly(e2e):
     assert (resumed.out / SNAPSHOT_DIR / last).read_text() == (straight.out / SNAPSHOT_DIR / last).read_text()
 
 
+SLIP = "algorithm.adv_estimator=gdpo with algorithm.dgpo.temperature set: did you mean algorithm.adv_estimator=dgpo"
+
+
 @pytest.mark.e2e("v090_gdpo_slip")
 def test_gdpo_slip_on_verl_0_9_0_stops_before_the_first_update(e2e):
+    """No start-up check at all (0.9.0 cannot load the callback, the Hydra check removed): the guard in front of
+    verl's gdpo stops the first advantage."""
     run = e2e.result("v090_gdpo_slip")
-    assert run.code != 0
-    assert ("algorithm.adv_estimator=gdpo with algorithm.dgpo.temperature set: did you mean "
-            "algorithm.adv_estimator=dgpo") in run.log
+    assert run.code != 0 and SLIP in run.log
+    assert RAY_STARTED in run.log and "verl-hadw start-up check" not in run.log  # it got as far as the trainer
     assert "GDPO requires 'algorithm.gdpo_reward_keys'" not in run.log  # verl's own assertion never ran
     assert not run.steps  # no step finished: the estimator runs before the step's actor update
+
+
+@pytest.mark.e2e("v090_startup_check")
+def test_the_hydra_start_up_check_stops_the_slip_before_ray_on_verl_0_9_0(e2e):
+    run = e2e.result("v090_startup_check")
+    assert run.code == 1
+    assert f"verl-hadw start-up check (hydra.callbacks.verl_hadw): ConfigError: {SLIP}" in run.log
+    assert RAY_STARTED not in run.log and not run.steps

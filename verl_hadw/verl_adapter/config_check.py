@@ -181,7 +181,8 @@ def _trainer_of(algorithm: Any, root: Any = None) -> Any:
         return None
 
 
-def _is_our_callback(name: Any) -> bool:
+def is_our_callback(name: Any) -> bool:
+    """Whether ``name`` (``trainer.checkpoint_callback_class``) is the plugin's callback, or a subclass of it."""
     if name in _CALLBACKS:
         return True
     if not isinstance(name, str) or not name:
@@ -195,9 +196,10 @@ def _is_our_callback(name: Any) -> bool:
     return any(f"{c.__module__}.{c.__qualname__}" in _CALLBACKS for c in mro)
 
 
-def ignored_callback(algorithm: Any, root: Any = None) -> str | None:
+def ignored_callback(algorithm: Any, root: Any = None, at_start: bool = False) -> str | None:
     """The notice for a config naming ``trainer.checkpoint_callback_class`` (every shipped YAML does) on a verl
-    without that hook (0.9.0), which ignores the key without a word. None when that is not so."""
+    without that hook (0.9.0), which ignores the key without a word. None when that is not so. ``at_start``: said by
+    the start-up check (``startup_check``), else at the first estimator call."""
     from verl_hadw import verl_support
 
     trainer = _trainer_of(algorithm, root)
@@ -217,8 +219,11 @@ def ignored_callback(algorithm: Any, root: Any = None) -> str | None:
         f"trainer.checkpoint_callback_class={name} is ignored: verl {verl_support.installed_verl()} has no "
         f"checkpoint callbacks (they came with verl {verl_support.CALLBACK_SINCE}), so that class is never loaded. "
         "verl-hadw does without it: "
-        f"{instead}the config was checked at this first estimator call instead of before the workers started. "
-        "Remove the key to silence this notice."
+        f"{instead}"
+        + ("the config was checked at start-up by hydra.callbacks.verl_hadw (verl_hadw.verl_adapter.startup_check)"
+           if at_start else "the config is checked before Ray starts by hydra.callbacks.verl_hadw where the config "
+           "names it (the shipped YAMLs do), and in any case at this first estimator call")
+        + ". Remove the key to silence this notice."
     )
 
 
@@ -237,7 +242,7 @@ def unsaved_anchor(algorithm: Any, root: Any = None) -> str | None:
         return None
     if not verl_support.has_checkpoint_callback():  # verl 0.9.0: the estimator's snapshots save it (legacy_snapshots)
         return None
-    if _is_our_callback(trainer.get("checkpoint_callback_class", None)):
+    if is_our_callback(trainer.get("checkpoint_callback_class", None)):
         return None
     return (
         f"HA-DW runs on verl's v1 trainer with checkpoints every {save_freq} steps (trainer.save_freq) but without "
@@ -259,9 +264,9 @@ def warn_unsaved_anchor(algorithm: Any, root: Any = None) -> str | None:
     return _warn_once(unsaved_anchor(algorithm, root))
 
 
-def warn_ignored_callback(algorithm: Any, root: Any = None) -> str | None:
+def warn_ignored_callback(algorithm: Any, root: Any = None, at_start: bool = False) -> str | None:
     """``ignored_callback``, as one ``UserWarning`` per process."""
-    return _warn_once(ignored_callback(algorithm, root))
+    return _warn_once(ignored_callback(algorithm, root, at_start))
 
 
 # ------------------------------------------------------------------------------- once per configuration
