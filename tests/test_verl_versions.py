@@ -178,6 +178,20 @@ def test_v1_resume_without_the_hook_continues_exactly(tmp_path, no_hook, calls):
     assert saved["global_step"] == 2 and saved["state"]["open_step"] == 2  # committed when step 3 observes
 
 
+@pytest.mark.parametrize("before, after", [("hadw", "dgpo"), ("dgpo", "hadw")])
+def test_v1_switching_estimator_on_resume_is_refused_without_the_hook(tmp_path, no_hook, before, after):
+    """The snapshots carry the options-only record of a run without an anchor too (``estimator_record``)."""
+    from verl_hadw.core.errors import ResumeConflictError
+
+    def cfg(estimator):
+        return OmegaConf.merge(v1_config(tmp_path), {"algorithm": {"adv_estimator": estimator}})
+
+    train(cfg(before), 1, 2)
+    restart()
+    with pytest.raises(ResumeConflictError, match=f"algorithm.adv_estimator: {before!r} -> {after!r}"):
+        train(cfg(after), 3, 3)
+
+
 def test_v1_resume_without_a_snapshot_names_no_callback(tmp_path, no_hook):
     verl_save(tmp_path, 2)  # a checkpoint written without the anchor
     with pytest.raises(MissingAnchorStateError) as info:
