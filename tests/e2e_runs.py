@@ -109,9 +109,10 @@ def load(result: dict):
 
 
 def main_ppo(ctx: Context, name: str, *overrides, expect_ok=True, experiment=None, attempts=3, small=True,
-             assets=None) -> dict:
+             assets=None, python=None) -> dict:
     """One ``main_ppo`` run with checkpoints in ``<root>/<name>``; tries again if Ray did not start. ``small=False``
-    keeps the demo's own batch (a run resumed from the demo's checkpoint)."""
+    keeps the demo's own batch (a run resumed from the demo's checkpoint); ``python``: another environment's
+    interpreter (default: this one)."""
     workdir = ctx.workdir(name)
     batch = small_batch(overrides) if small else []
 
@@ -122,7 +123,7 @@ def main_ppo(ctx: Context, name: str, *overrides, expect_ok=True, experiment=Non
                 assets or ctx.assets,
                 [f"trainer.experiment_name={experiment or name}", f"trainer.default_local_dir={workdir}", *batch,
                  *overrides],
-                cwd=str(workdir), on_line=gate, timeout=LAUNCH_TIMEOUT,
+                cwd=str(workdir), on_line=gate, timeout=LAUNCH_TIMEOUT, python=python,
             )
         finally:
             gate.release()
@@ -223,6 +224,60 @@ def mode_resumed(mode: str):
     return launch
 
 
+# ----------------------------------------------------------------------------------------------- verl 0.9.0
+VERL090_PYTHON = "VERL_HADW_VERL090_PYTHON"  # the interpreter of an environment with verl 0.9.0 and this checkout
+V090_STEPS, V090_SAVE = 3, 2  # 3 steps, a checkpoint at step 2 (and at 3, the last); resumed from 2, trains 3
+
+
+def verl090_python() -> str:
+    """``$VERL_HADW_VERL090_PYTHON``: a Python whose environment has verl 0.9.0 and this checkout installed
+    (``pip install -c constraints-cpu.txt -e ".[verl,test]" "verl==0.9.0"``); the launches refuse anything else."""
+    import subprocess
+
+    python = os.environ.get(VERL090_PYTHON)
+    if not python:
+        raise RuntimeError(f"set {VERL090_PYTHON} to the python of an environment with verl 0.9.0 and this checkout")
+    probe = ("import importlib.metadata as m, pathlib, verl_hadw; "
+             "print(m.version('verl'), pathlib.Path(verl_hadw.__file__).resolve().parents[1])")
+    out = subprocess.run([python, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
+    if out != ["0.9.0", str(ROOT)]:
+        raise RuntimeError(f"{VERL090_PYTHON}={python} has verl {out[0]} and verl_hadw from {out[1:]}: it needs verl "
+                           f"0.9.0 and this checkout ({ROOT}) installed editable")
+    return python
+
+
+def v090_straight(ctx: Context) -> dict:
+    """verl 0.9.0, v1 trainer, HA-DW (the demo config, which names the checkpoint callback 0.9.0 ignores): 3 steps,
+    checkpoints (and anchor snapshots) at steps 2 and 3."""
+    return main_ppo(ctx, "v090_straight", f"trainer.total_training_steps={V090_STEPS}",
+                    f"trainer.save_freq={V090_SAVE}", python=verl090_python())
+
+
+def v090_resumed(ctx: Context) -> dict:
+    """verl 0.9.0: resumed from a copy of ``v090_straight``'s step-2 checkpoint and anchor snapshot; trains step 3."""
+    checkpoint_copy(Path(ctx.result("v090_straight")["out"]), ctx.workdir("v090_resumed"), V090_SAVE)
+    return main_ppo(ctx, "v090_resumed", f"trainer.total_training_steps={V090_STEPS}",
+                    f"trainer.save_freq={V090_SAVE}", "trainer.resume_mode=auto", experiment="v090_straight",
+                    python=verl090_python())
+
+
+V090_SLIP = ["algorithm.adv_estimator=gdpo", "+algorithm.dgpo.temperature=2.0", "trainer.total_training_steps=1"]
+
+
+def v090_gdpo_slip(ctx: Context) -> dict:
+    """verl 0.9.0 without any start-up check (no checkpoint callback can load; the demo config's Hydra start-up check
+    removed): ``gdpo`` with an ``algorithm.dgpo`` option stops at its first advantage, before any update, with the
+    did-you-mean message."""
+    return main_ppo(ctx, "v090_gdpo_slip", *V090_SLIP, "~hydra.callbacks.verl_hadw", expect_ok=False,
+                    python=verl090_python())
+
+
+def v090_startup_check(ctx: Context) -> dict:
+    """verl 0.9.0 with the demo config's Hydra start-up check: the same slip stops in main_ppo's own process, before
+    Ray starts."""
+    return main_ppo(ctx, "v090_startup_check", *V090_SLIP, expect_ok=False, attempts=1, python=verl090_python())
+
+
 SMOKE_OVERRIDES = ["algorithm.adv_estimator=dgpo"]  # DGPO alone: the smoke run is also that estimator's v1 check
 
 
@@ -277,5 +332,9 @@ LAUNCHES: dict[str, Launch] = {
         *(Launch(f"{m}_resumed", mode_resumed(m), after=f"{m}_straight", cost=70) for m in RESUMED_MODES),
         Launch("smoke", smoke, cost=100),
         Launch("quick_study", quick_study, cost=110),
+        Launch("v090_straight", v090_straight, cost=60),
+        Launch("v090_resumed", v090_resumed, after="v090_straight", cost=45),
+        Launch("v090_gdpo_slip", v090_gdpo_slip, cost=40),
+        Launch("v090_startup_check", v090_startup_check, cost=15),
     ]
 }

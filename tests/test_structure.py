@@ -20,7 +20,8 @@ ADAPTERS = ["verl_adapter", "trl"]
 ROOMS = {
     # the framework-free core: nothing of ours outside it (tests/test_core_alone.py: nor any framework)
     "core": (["verl_hadw.core"], []),
-    "support": (["verl_hadw", "verl_hadw.config_paths", "verl_hadw.console_log", "verl_hadw.plotting"], []),
+    "support": (["verl_hadw", "verl_hadw.config_paths", "verl_hadw.console_log", "verl_hadw.plotting",
+                 "verl_hadw.verl_support"], []),
     # verl's adapter, with the one-line aliases of the paths users name (the callback, the old entry point) and
     # verl's reward function (pkg://verl_hadw.reward)
     "verl_adapter": (["verl_hadw.verl_adapter", "verl_hadw.callback", "verl_hadw.register", "verl_hadw.reward"],

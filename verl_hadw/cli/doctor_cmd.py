@@ -17,19 +17,20 @@ REGISTRATION_CHECK = (
 
 def doctor(_args: argparse.Namespace) -> int:
     """Report verl's version, registration in a fresh ``import verl`` process, and Ray; exit 1 on a problem."""
-    from importlib.metadata import PackageNotFoundError, entry_points, version
+    from importlib.metadata import entry_points
 
-    from verl_hadw import VERL_VERSION
+    from verl_hadw import VERL_RANGE, VERL_VERSION
+    from verl_hadw.verl_support import installed_verl, is_supported, support_summary  # imports no verl
 
     problems = []
-    try:
-        verl_version = version("verl")
-    except PackageNotFoundError:
-        verl_version = None
-    ok = verl_version == VERL_VERSION
-    print(f"[{'ok' if ok else 'FAIL'}] verl version: {verl_version} (verl-hadw is built for {VERL_VERSION})")
-    if not ok:
-        problems.append(f"install verl=={VERL_VERSION}")
+    verl_version = installed_verl()
+    ok = is_supported(verl_version)
+    tested = "" if verl_version == VERL_VERSION else f"; the project tests {VERL_VERSION} most"
+    print(f"[{'ok' if ok else 'FAIL'}] verl version: {verl_version} (verl-hadw supports verl{VERL_RANGE}{tested})")
+    print(f"       on this verl: {support_summary(verl_version)}")
+    if not ok:  # verl's adapter refuses this verl (importing it raises): nothing to check against it
+        print("problems:\n  - " + f'install a supported verl: pip install "verl{VERL_RANGE}"')
+        return 1
 
     eps = [ep for ep in entry_points(group="verl.plugins") if ep.value.startswith("verl_hadw")]
     print(f"[{'ok' if eps else 'FAIL'}] verl.plugins entry point: {', '.join(ep.value for ep in eps) or 'missing'}")

@@ -1,4 +1,4 @@
-"""Every monkeypatch the CPU path applies to verl, in one place, for verl 0.9.1 only.
+"""Every monkeypatch the CPU path applies to verl, in one place, for verl 0.9.0 and 0.9.1 only.
 
 Applied by ``verl_hadw.cpu`` only when ``VERL_PLATFORM=cpu``. Each entry says which verl behaviour blocks
 CPU runs and what replaces it; a different verl version fails with a clear error instead of patching
@@ -11,9 +11,13 @@ import os
 
 import verl
 
-from verl_hadw import VERL_VERSION as SUPPORTED_VERL
 from verl_hadw.verl_adapter.process_state import PROCESS
 from verl_hadw.verl_adapter.verl_trl import trl_has_value_head
+
+#: the verl versions whose patched functions were read: 0.9.0's and 0.9.1's bodies of the functions patched and
+#: replaced here are identical (distributed.initialize_global_process_group_ray, engine_workers' use of it,
+#: monkey_patch.is_trl_available), as are the registries platform.py, rollout.py and weight_sync.py register in
+SUPPORTED_VERL = ("0.9.0", "0.9.1")
 
 
 def _gloo_only_process_group() -> None:
@@ -52,11 +56,11 @@ def apply() -> None:
     """Apply every patch once; refuse on a verl version other than the pinned one."""
     if "cpu" in PROCESS.applied_patches:
         return
-    if verl.__version__ != SUPPORTED_VERL:
+    if verl.__version__ not in SUPPORTED_VERL:
         raise RuntimeError(
-            f"verl_hadw.cpu supports verl=={SUPPORTED_VERL} only (found {verl.__version__}); its patches of "
-            f"verl internals are not checked against other versions. Install verl=={SUPPORTED_VERL} or unset "
-            "VERL_PLATFORM=cpu."
+            f"verl_hadw.cpu supports verl {' and '.join(SUPPORTED_VERL)} only (found {verl.__version__}); its "
+            f"patches of verl internals are not checked against other versions. Install verl=={SUPPORTED_VERL[-1]} "
+            "or unset VERL_PLATFORM=cpu."
         )
     for key, value in ENGINE_ENV.items():
         os.environ.setdefault(key, value)

@@ -50,13 +50,14 @@ def environment(assets: str) -> dict:
     return env
 
 
-def command(overrides: list[str], config_name: str = "demo") -> list[str]:
+def command(overrides: list[str], config_name: str = "demo", python: str | None = None) -> list[str]:
     """main_ppo with the demo config, plus what ``trainer.v1.trainer_mode`` needs (``toy.modes``; the user's
-    own overrides come last and win)."""
+    own overrides come last and win). ``python``: the interpreter to run it with (default: this one), e.g. one of
+    another environment with another verl, which must have this package installed too."""
     from verl_hadw.toy.modes import mode_overrides
 
     extra = mode_overrides(overrides, config_dir(), config_name)
-    head = [sys.executable, "-m", "verl.trainer.main_ppo", f"--config-path={config_dir()}"]
+    head = [python or sys.executable, "-m", "verl.trainer.main_ppo", f"--config-path={config_dir()}"]
     head.append(f"--config-name={config_name}")
     return [*head, *extra, *overrides]
 
@@ -108,11 +109,11 @@ def stream(cmd: list[str], cwd: str | None = None, env: dict | None = None, on_l
 
 
 def run(assets: str, overrides: list[str], cwd: str | None = None, on_line=None, timeout: float | None = None,
-        test_rows: int = 32):
+        test_rows: int = 32, python: str | None = None):
     """Run main_ppo; returns (exit code, full output). ``on_line`` sees each output line as it arrives; ``timeout``
-    as in ``stream``."""
+    as in ``stream``; ``python`` as in ``command``."""
     ensure_assets(assets, test_rows)
-    return stream(command(overrides), cwd, environment(assets), on_line, timeout)
+    return stream(command(overrides, python=python), cwd, environment(assets), on_line, timeout)
 
 
 TABLE = [  # (column, metric, format)

@@ -24,6 +24,7 @@ import logging
 import warnings
 from typing import Callable
 
+from verl_hadw import verl_support
 from verl_hadw.core.anchor.machine import AnchorState, AnchorView
 from verl_hadw.core.errors import ConfigError, MissingAnchorStateError, frozen_anchor_message
 from verl_hadw.core.options import AnchorConfig, HadwConfig
@@ -92,12 +93,17 @@ class AnchorClient:
 
     def _check_fresh_start(self, step: int, warn: bool = True) -> None:
         """First call of a process at step > 1: a resumed run whose anchor was not restored."""
+        snapshots = ("<trainer.default_local_dir>/verl_hadw_anchor/step_N.json, written at every step when "
+                     "trainer.save_freq > 0 and the estimator gets verl's full config")
+        if verl_support.has_checkpoint_callback():
+            ways = (f"With the v1 trainer set {CALLBACK_OVERRIDE} (it saves and restores the anchor); the legacy "
+                    f"trainer (trainer.use_v1=false) restores it from {snapshots}.")
+        else:  # verl 0.9.0: no callback can be loaded; snapshots serve both trainers
+            ways = (f"On verl {verl_support.installed_verl()} (no checkpoint callbacks before verl 0.9.1) both "
+                    f"trainers restore it from {snapshots}.")
         message = (
             f"HA-DW anchor '{self.key}' starts at training step {step} with no restored state: this run resumed "
-            f"from a checkpoint but the anchor was not loaded. With the v1 trainer set {CALLBACK_OVERRIDE} (it "
-            "saves and restores the anchor); the legacy trainer (trainer.use_v1=false) restores it from "
-            "<trainer.default_local_dir>/verl_hadw_anchor/step_N.json, written at every step when "
-            f"trainer.save_freq > 0. To go on instead, {ALLOW_MISSING_STATE}."
+            f"from a checkpoint but the anchor was not loaded. {ways} To go on instead, {ALLOW_MISSING_STATE}."
         )
         if not self.allow_missing_state:
             raise MissingAnchorStateError(message)

@@ -16,12 +16,24 @@ estimator on resume is refused (``anchor.compatibility``), as is resuming anothe
 
 from __future__ import annotations
 
-from verl.trainer.ppo.checkpoint_callback import CheckpointCallback
+from verl_hadw import verl_support
 
-from verl_hadw.verl_adapter import anchor_client as anchor_client
-from verl_hadw.verl_adapter import metrics
-from verl_hadw.verl_adapter.checkpoint_files import CheckpointFiles
-from verl_hadw.verl_adapter.validation import validated_options
+if not verl_support.has_checkpoint_callback():  # verl 0.9.0: no checkpoint_callback_class, no CheckpointCallback
+    raise ImportError(
+        f"verl_hadw.callback.HadwCheckpointCallback needs verl>={verl_support.CALLBACK_SINCE}: it is a verl "
+        f"checkpoint callback (trainer.checkpoint_callback_class), which verl {verl_support.installed_verl()} does "
+        "not have. On this verl remove "
+        "trainer.checkpoint_callback_class from the config: the HA-DW anchor is saved and restored by per-step "
+        "snapshots (<trainer.default_local_dir>/verl_hadw_anchor/step_N.json) and the config is checked at the "
+        "first estimator call."
+    )
+
+from verl.trainer.ppo.checkpoint_callback import CheckpointCallback  # noqa: E402
+
+from verl_hadw.verl_adapter import anchor_client as anchor_client  # noqa: E402
+from verl_hadw.verl_adapter import metrics  # noqa: E402
+from verl_hadw.verl_adapter.checkpoint_files import CheckpointFiles  # noqa: E402
+from verl_hadw.verl_adapter.validation import validated_options  # noqa: E402
 
 __all__ = ["HadwCheckpointCallback"]
 

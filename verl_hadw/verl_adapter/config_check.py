@@ -28,7 +28,7 @@ from verl_hadw.verl_adapter.verl_terms import CALLBACK_CLASS, CALLBACK_OVERRIDE
 
 __all__ = [
     "check_sections", "unused_options", "warn_unused_options", "check_algorithm", "UnusedOptionsWarning",
-    "unsaved_anchor", "warn_unsaved_anchor", "options_for_call",
+    "unsaved_anchor", "warn_unsaved_anchor", "ignored_callback", "warn_ignored_callback", "options_for_call",
 ]
 
 MAX_CONFIGS = 16  # configurations remembered per process (a sweep in one notebook)
@@ -174,7 +174,8 @@ def _trainer_of(algorithm: Any, root: Any = None) -> Any:
     return trainer_of(algorithm)
 
 
-def _is_our_callback(name: Any) -> bool:
+def is_our_callback(name: Any) -> bool:
+    """Whether ``name`` (``trainer.checkpoint_callback_class``) is the plugin's callback, or a subclass of it."""
     if name in _CALLBACKS:
         return True
     if not isinstance(name, str) or not name:
@@ -188,9 +189,43 @@ def _is_our_callback(name: Any) -> bool:
     return any(f"{c.__module__}.{c.__qualname__}" in _CALLBACKS for c in mro)
 
 
+def ignored_callback(algorithm: Any, root: Any = None, at_start: bool = False) -> str | None:
+    """The notice for a config naming ``trainer.checkpoint_callback_class`` (every shipped YAML does) on a verl
+    without that hook (0.9.0), which ignores the key without a word. None when that is not so. ``at_start``: said by
+    the start-up check (``startup_check``), else at the first estimator call."""
+    from verl_hadw import verl_support
+
+    trainer = _trainer_of(algorithm, root)
+    if trainer is None or not hasattr(trainer, "get") or verl_support.has_checkpoint_callback():
+        return None
+    name = trainer.get("checkpoint_callback_class", None)
+    if not name:
+        return None
+    estimator = algorithm.get("adv_estimator", "gae") if hasattr(algorithm, "get") else None
+    instead = (
+        "the HA-DW anchor is saved instead as a snapshot after every step "
+        "(<trainer.default_local_dir>/verl_hadw_anchor/step_N.json, kept for the checkpointed steps) and restored "
+        "from the one of the checkpoint verl resumes from; "
+        if estimator == "hadw" else ""
+    )
+    return (
+        f"trainer.checkpoint_callback_class={name} is ignored: verl {verl_support.installed_verl()} has no "
+        f"checkpoint callbacks (they came with verl {verl_support.CALLBACK_SINCE}), so that class is never loaded. "
+        "verl-hadw does without it: "
+        f"{instead}"
+        + ("the config was checked at start-up by hydra.callbacks.verl_hadw (verl_hadw.verl_adapter.startup_check)"
+           if at_start else "the config is checked before Ray starts by hydra.callbacks.verl_hadw where the config "
+           "names it (the shipped YAMLs do), and in any case at this first estimator call")
+        + ". Remove the key to silence this notice."
+    )
+
+
 def unsaved_anchor(algorithm: Any, root: Any = None) -> str | None:
     """The warning for an HA-DW run on verl's v1 trainer that saves checkpoints (``trainer.save_freq > 0``) without
-    the checkpoint callback: its anchor is in no checkpoint, so a resume stops for it. None when that is not so."""
+    the checkpoint callback: its anchor is in no checkpoint, so a resume stops for it. None when that is not so
+    (the legacy trainer, and the v1 trainer of a verl without the hook, 0.9.0, save per-step snapshots)."""
+    from verl_hadw import verl_support
+
     estimator = algorithm.get("adv_estimator", "gae") if hasattr(algorithm, "get") else None
     trainer = _trainer_of(algorithm, root)
     if estimator != "hadw" or trainer is None or not hasattr(trainer, "get"):
@@ -198,7 +233,9 @@ def unsaved_anchor(algorithm: Any, root: Any = None) -> str | None:
     save_freq = trainer.get("save_freq", -1)
     if trainer.get("use_v1", True) is False or not isinstance(save_freq, int) or save_freq <= 0:
         return None
-    if _is_our_callback(trainer.get("checkpoint_callback_class", None)):
+    if not verl_support.has_checkpoint_callback():  # verl 0.9.0: the estimator's snapshots save it (legacy_snapshots)
+        return None
+    if is_our_callback(trainer.get("checkpoint_callback_class", None)):
         return None
     return (
         f"HA-DW runs on verl's v1 trainer with checkpoints every {save_freq} steps (trainer.save_freq) but without "
@@ -207,14 +244,22 @@ def unsaved_anchor(algorithm: Any, root: Any = None) -> str | None:
     )
 
 
-def warn_unsaved_anchor(algorithm: Any, root: Any = None) -> str | None:
-    """``unsaved_anchor``, as one ``UserWarning`` per process (the estimator checks it at every call)."""
-    message = unsaved_anchor(algorithm, root)
+def _warn_once(message: str | None) -> str | None:
     if message is not None and message not in PROCESS.warned:
         PROCESS.warned.add(message)
-        warnings.warn(message, UserWarning, stacklevel=2)
+        warnings.warn(message, UserWarning, stacklevel=3)
         logging.getLogger(__name__).warning(message)
     return message
+
+
+def warn_unsaved_anchor(algorithm: Any, root: Any = None) -> str | None:
+    """``unsaved_anchor``, as one ``UserWarning`` per process (the estimator checks it at every call)."""
+    return _warn_once(unsaved_anchor(algorithm, root))
+
+
+def warn_ignored_callback(algorithm: Any, root: Any = None, at_start: bool = False) -> str | None:
+    """``ignored_callback``, as one ``UserWarning`` per process."""
+    return _warn_once(ignored_callback(algorithm, root, at_start))
 
 
 # ------------------------------------------------------------------------------- once per configuration
@@ -237,6 +282,7 @@ def options_for_call(algorithm: Any) -> RunOptions:
         run = parse_run(algorithm)
         check_algorithm(algorithm)  # also without the checkpoint callback: near misses, unused options
         warn_unsaved_anchor(algorithm)  # v1 trainer saving checkpoints without the callback: said at once
+        warn_ignored_callback(algorithm)  # verl 0.9.0: the shipped YAMLs' checkpoint_callback_class is ignored
         checked[key] = run
         while len(checked) > MAX_CONFIGS:
             checked.pop(next(iter(checked)))

@@ -6,11 +6,12 @@ resumed under HA-DW would start an anchor mid-run. Each trainer gets what it all
 
 - v1 trainer with the checkpoint callback: the callback writes the options-only file into every checkpoint and
   checks the file of the one verl resumes from at start-up (``checkpoint_files.CheckpointFiles``).
-- legacy trainer (``trainer.use_v1=false``, no checkpoint hook): dgpo writes an options-only snapshot after each step
-  where HA-DW writes its anchor (``legacy_snapshots``), and the first call of a resumed run checks the snapshot of
-  the checkpoint verl loaded.
-- v1 trainer without the callback: nothing can be written; the first call of a resumed run checks the anchor file
-  of the checkpoint verl loaded, when it has one (an HA-DW checkpoint resumed under dgpo is refused, not dropped).
+- legacy trainer (``trainer.use_v1=false``), and verl 0.9.0's v1 trainer (no checkpoint hook in either): dgpo writes
+  an options-only snapshot after each step where HA-DW writes its anchor (``legacy_snapshots``), and the first call
+  of a resumed run checks the snapshot of the checkpoint verl loaded.
+- v1 trainer of verl >= 0.9.1 without the callback: nothing can be written; the first call of a resumed run checks
+  the anchor file of the checkpoint verl loaded, when it has one (an HA-DW checkpoint resumed under dgpo is refused,
+  not dropped).
 
 Outside a trainer (no verl step) nothing is read or written.
 """

@@ -1,12 +1,14 @@
-"""The legacy back-end: the anchor across restarts of verl's legacy trainer (``trainer.use_v1=false``).
+"""The snapshot back-end: the anchor across restarts of a verl trainer without a checkpoint hook.
 
-verl 0.9.1's legacy ``RayPPOTrainer.fit`` has no checkpoint hook. It calls the estimator in its driver once
-per step N, *before* ``_save_checkpoint`` creates ``global_step_N/`` and updates
-``latest_checkpointed_iteration.txt``; nothing after that call changes the anchor within step N. So the client
-saves the anchor after every observation (``after_step``), atomically, to
-``<default_local_dir>/verl_hadw_anchor/step_N.json`` (the payload of the v1 callback's file). A resumed process
-first reaches the estimator at step S = N + 1, where the client is built: ``load`` then restores the snapshot
-of the ``global_step_N`` folder verl resumed from, found the way verl finds it.
+Two trainers have none: verl's legacy trainer (``trainer.use_v1=false``), and verl 0.9.0's v1 trainer (the
+hook, ``trainer.checkpoint_callback_class``, came with verl 0.9.1). Both call the estimator in their driver during
+step N (``SkipManager.step == N``; once per step, or ``parameter_sync_step`` times in the v1 ``separate_async``
+mode), *before* ``_save_checkpoint`` creates ``global_step_N/`` and updates ``latest_checkpointed_iteration.txt``;
+nothing after the step's last call changes the anchor within step N. So the client saves the anchor after every
+observation (``after_step``), atomically, to ``<default_local_dir>/verl_hadw_anchor/step_N.json`` (the payload of
+the v1 callback's file). A resumed process first reaches the estimator at step S = N + 1, where the client is
+built: ``load`` then restores the snapshot of the ``global_step_N`` folder verl resumed from, found the way verl
+finds it (verl 0.9.0's and 0.9.1's ``_load_checkpoint`` resolve it alike, in both trainers).
 
 The trainer keys come from the ``algorithm`` node's root (``OmegaConf.select(config, "..trainer")``): verl
 passes ``config=self.config.algorithm``, a child of the full resolved config. ``from_config`` reads them once,
@@ -23,6 +25,7 @@ from dataclasses import dataclass, field
 
 from omegaconf import OmegaConf
 
+from verl_hadw import verl_support
 from verl_hadw.core.anchor.checkpoint_dirs import step_of
 from verl_hadw.core.anchor.file_format import STATE_FILE, payload, read_state_file, write_state_file
 from verl_hadw.core.anchor.resume import check_saved_options, continue_under
@@ -33,7 +36,7 @@ from verl_hadw.verl_adapter.resume_dir import resolve_resume_dir, trainer_of
 from verl_hadw.verl_adapter.run_options import RunOptions, parse_run
 from verl_hadw.verl_adapter.verl_terms import ALLOW_MISSING_STATE, RESUME_ELSEWHERE, VERL
 
-__all__ = ["LegacySnapshots", "from_config", "SNAPSHOT_DIR"]
+__all__ = ["LegacySnapshots", "from_config", "snapshot_trainer", "SNAPSHOT_DIR"]
 
 logger = logging.getLogger(__name__)
 
@@ -43,13 +46,15 @@ _SNAPSHOT = re.compile(r"step_(\d+)\.json(?:\.tmp\.\d+)?")
 
 @dataclass(frozen=True)
 class LegacySnapshots(Persistence):
-    """Where the legacy trainer checkpoints (``trainer.*``), and the anchor snapshots beside its checkpoints."""
+    """Where a trainer without a checkpoint hook checkpoints (``trainer.*``), and the anchor snapshots beside its
+    checkpoints."""
 
     local_dir: str  # trainer.default_local_dir, made absolute against the driver's cwd as verl does
     resume_mode: str
     resume_from_path: str | None
     save_freq: int
     options: dict = field(default_factory=dict, compare=False)  # the run's (RunOptions.flat)
+    trainer: str = "the legacy trainer (trainer.use_v1=false)"  # whose checkpoints these are, for the messages
 
     handles_resume = True
 
@@ -96,12 +101,12 @@ class LegacySnapshots(Persistence):
                 return continue_under(self._read(path, step - 1, folder), cfg, self.options, path, VERL)
         key, previous = cfg.state_key, step - 1
         message = (
-            f"HA-DW anchor '{key}': the legacy trainer resumed at step {step} "
+            f"HA-DW anchor '{key}': {self.trainer} resumed at step {step} "
             + (f"from {folder}, but found no anchor snapshot for step {previous} "
                f"(looked for {' and '.join(candidates)})"
                if folder else f"but found no checkpoint folder (trainer.resume_mode={self.resume_mode!r}, "
                f"trainer.default_local_dir={self.local_dir})")
-            + ". With trainer.use_v1=false the estimator writes it at every step when trainer.save_freq > 0; this "
+            + f". Under {self.trainer} the estimator writes it at every step when trainer.save_freq > 0; this "
             f"checkpoint was written without it. Resume from a checkpoint that has it, or {ALLOW_MISSING_STATE}."
         )
         self.missing(cfg, message)
@@ -159,12 +164,26 @@ class LegacySnapshots(Persistence):
         return saved
 
 
+def snapshot_trainer(trainer) -> str | None:
+    """Which trainer of ``trainer`` (verl's ``trainer`` node) saves the anchor by snapshots, in words (None: the
+    v1 trainer of a verl with the checkpoint hook, where the callback saves it)."""
+    if trainer.get("use_v1", True) is False:
+        return "the legacy trainer (trainer.use_v1=false)"
+    if not verl_support.has_checkpoint_callback():
+        return f"verl {verl_support.installed_verl()}'s v1 trainer (no checkpoint callback before verl 0.9.1)"
+    return None
+
+
 def from_config(algorithm, run: RunOptions | None = None) -> LegacySnapshots | None:
-    """The legacy trainer's checkpoint settings, or None: v1 trainer, or ``algorithm`` is not part of a full
-    verl config (a plain dict or a detached node, as in unit use), or it names no ``default_local_dir``. ``run``:
-    the options the estimator parsed from ``algorithm`` (parsed here when not given)."""
+    """The snapshot back-end of the run's trainer, or None: the v1 trainer of a verl with the checkpoint hook
+    (verl >= 0.9.1: the callback's files), or ``algorithm`` is not part of a full verl config (a plain dict or a
+    detached node, as in unit use), or it names no ``default_local_dir``. ``run``: the options the estimator parsed
+    from ``algorithm`` (parsed here when not given)."""
     trainer = trainer_of(algorithm)
-    if trainer is None or trainer.get("use_v1", True) is not False:
+    if trainer is None:
+        return None
+    who = snapshot_trainer(trainer)
+    if who is None:
         return None
     local_dir = trainer.get("default_local_dir")
     if not isinstance(local_dir, str):
@@ -175,4 +194,5 @@ def from_config(algorithm, run: RunOptions | None = None) -> LegacySnapshots | N
         resume_from_path=trainer.get("resume_from_path"),
         save_freq=int(trainer.get("save_freq", -1)),
         options=(run if run is not None else parse_run(algorithm)).flat(),
+        trainer=who,
     )

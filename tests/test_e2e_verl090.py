@@ -1,0 +1,76 @@
+"""verl 0.9.0's real ``main_ppo`` (v1 trainer, CPU): the anchor saved and restored without a checkpoint callback,
+and verl's ``gdpo`` slip stopped before the first update.
+
+verl 0.9.0 has no ``trainer.checkpoint_callback_class`` (verl 0.9.1 added it): the demo config names the callback
+anyway, verl ignores it, and the estimator saves the anchor as per-step snapshots (``legacy_snapshots``). A run
+resumed from a copy of the 3-step run's step-2 checkpoint (and snapshot) must log step 3's metrics bit for bit.
+
+The launches run with ``$VERL_HADW_VERL090_PYTHON``, the interpreter of an environment with verl 0.9.0 and this
+checkout installed editable (``pip install -c constraints-cpu.txt -e ".[verl,test]" "verl==0.9.0"``): without it
+the tests are skipped.
+"""
+
+import json
+import os
+
+import pytest
+from e2e_runs import V090_SAVE, V090_STEPS, VERL090_PYTHON
+from e2e_stage import RAY_STARTED
+
+from verl_hadw.toy.launch import stable_metrics
+from verl_hadw.verl_adapter.legacy_snapshots import SNAPSHOT_DIR
+
+HAS_090 = bool(os.environ.get(VERL090_PYTHON))
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not HAS_090, reason=f"{VERL090_PYTHON} is not set (verl 0.9.0 env)")]
+
+
+def launches(*names):
+    """The e2e marker, naming its launches only where they can run (a skipped test starts none)."""
+    return pytest.mark.e2e(*(names if HAS_090 else ()))
+
+ANCHOR = ["hadw/anchor_prior", "hadw/anchor_posterior", "hadw/batch_acc", "hadw/eta_t", "hadw/phi_mean"]
+IGNORED = ("trainer.checkpoint_callback_class=verl_hadw.callback.HadwCheckpointCallback is ignored: verl 0.9.0 has "
+           "no checkpoint callbacks")
+
+
+@launches("v090_straight", "v090_resumed")
+def test_resume_on_verl_0_9_0_continues_the_run_exactly(e2e):
+    straight, resumed = e2e.result("v090_straight"), e2e.result("v090_resumed")
+    assert IGNORED in straight.log and IGNORED in resumed.log  # verl 0.9.0's runs, told at the first estimator call
+    assert "Resuming from" not in straight.log
+    folder = resumed.out / f"global_step_{V090_SAVE}"
+    assert f"Resuming from {folder}, setting global step to {V090_SAVE}" in resumed.log
+    assert sorted(straight.steps) == list(range(1, V090_STEPS + 1))
+    snapshots = sorted(os.listdir(straight.out / SNAPSHOT_DIR))
+    assert snapshots == [f"step_{V090_SAVE}.json", f"step_{V090_STEPS}.json"]  # step 1 pruned: never checkpointed
+    saved = json.loads((straight.out / SNAPSHOT_DIR / f"step_{V090_SAVE}.json").read_text())
+    assert saved["global_step"] == V090_SAVE and saved["state"]["open_step"] == V090_SAVE
+    assert sorted(resumed.steps) == list(range(V090_SAVE + 1, V090_STEPS + 1))
+    for step in resumed.steps:
+        expected = stable_metrics(straight.steps[step])
+        assert set(ANCHOR) | {"actor/grad_norm", "critic/score/mean"} <= set(expected)
+        assert stable_metrics(resumed.steps[step]) == expected, step
+    last = f"step_{V090_STEPS}.json"  # the anchor after the last step, saved by both runs: the same file
+    assert (resumed.out / SNAPSHOT_DIR / last).read_text() == (straight.out / SNAPSHOT_DIR / last).read_text()
+
+
+SLIP = "algorithm.adv_estimator=gdpo with algorithm.dgpo.temperature set: did you mean algorithm.adv_estimator=dgpo"
+
+
+@launches("v090_gdpo_slip")
+def test_gdpo_slip_on_verl_0_9_0_stops_before_the_first_update(e2e):
+    """No start-up check at all (0.9.0 cannot load the callback, the Hydra check removed): the guard in front of
+    verl's gdpo stops the first advantage."""
+    run = e2e.result("v090_gdpo_slip")
+    assert run.code != 0 and SLIP in run.log
+    assert RAY_STARTED in run.log and "verl-hadw start-up check" not in run.log  # it got as far as the trainer
+    assert "GDPO requires 'algorithm.gdpo_reward_keys'" not in run.log  # verl's own assertion never ran
+    assert not run.steps  # no step finished: the estimator runs before the step's actor update
+
+
+@launches("v090_startup_check")
+def test_the_hydra_start_up_check_stops_the_slip_before_ray_on_verl_0_9_0(e2e):
+    run = e2e.result("v090_startup_check")
+    assert run.code == 1
+    assert f"verl-hadw start-up check (hydra.callbacks.verl_hadw): ConfigError: {SLIP}" in run.log
+    assert RAY_STARTED not in run.log and not run.steps
