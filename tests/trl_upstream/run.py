@@ -3,9 +3,10 @@ local stand-in models and data, and list every test whose outcome differs.
 
 TRL's test files are not part of this repository (TRL's code stays in TRL's repository; the PyPI sdist has no tests):
 give a clone of https://github.com/huggingface/trl (``--trl-git``, a work tree or a bare git directory) and the
-revision to take them from (``--rev``: the release's tag, e.g. ``v1.9.0``). ``test_grpo_trainer.py``, ``testing_utils.py``,
-``conftest.py`` and ``__init__.py`` of that revision's ``tests/`` are written, unchanged, under ``--work`` (default:
-``$TMPDIR/trl-upstream``), beside a one-line ``pytest.ini``; the installed TRL is whatever this Python has.
+revision to take them from (``--rev``: the release's tag, e.g. ``v1.9.0``). ``test_grpo_trainer.py``,
+``testing_utils.py``, ``conftest.py`` and ``__init__.py`` of that revision's ``tests/`` are written, unchanged,
+under ``--work`` (default: ``$TMPDIR/trl-upstream``), beside a one-line ``pytest.ini``; the installed TRL is
+whatever this Python has.
 
     python tests/trl_upstream/run.py --trl-git ~/src/trl --rev v1.9.0                # the whole file, both trainers
     python tests/trl_upstream/run.py --trl-git ~/src/trl --rev v1.9.0 --subset ci --trainers hadw   # CI's subset
@@ -59,13 +60,14 @@ EXPECTED = {
 
 
 def materialise(trl_git: str, rev: str, work: Path) -> Path:
-    """Write the revision's test files under ``work/<rev>/tests`` (from the clone, unchanged); returns ``work/<rev>``."""
+    """Write the revision's test files under ``work/<rev>/tests`` (from the clone, unchanged); returns the folder."""
     git = ["git", "-C", trl_git] if (Path(trl_git) / ".git").exists() else ["git", "--git-dir", trl_git]
     commit = subprocess.run([*git, "rev-parse", f"{rev}^{{commit}}"], capture_output=True, text=True, check=True)
     out = work / rev
     (out / "tests").mkdir(parents=True, exist_ok=True)
     for name in FILES:
-        text = subprocess.run([*git, "show", f"{rev}:tests/{name}"], capture_output=True, text=True, check=True).stdout
+        show = [*git, "show", f"{rev}:tests/{name}"]
+        text = subprocess.run(show, capture_output=True, text=True, check=True).stdout
         (out / "tests" / name).write_text(text)
     (out / "pytest.ini").write_text("[pytest]\nmarkers =\n    slow: TRL's slow tests\n    hadw_ci: CI subset\n")
     (out / "REVISION").write_text(f"{rev} {commit.stdout.strip()}\n")
@@ -188,7 +190,8 @@ def main(argv=None) -> int:
             if reason is None and b[0] != "passed":
                 status = 1
             print(f"- {test_id}: {a[0]} -> {b[0]}: {reason or 'UNEXPECTED: ' + b[1]}")
-        both = sorted(t for t in theirs if theirs[t][0] in ("failed", "error") and ours.get(t, ("",))[0] == theirs[t][0])
+        both = sorted(t for t in theirs
+                      if theirs[t][0] in ("failed", "error") and ours.get(t, ("",))[0] == theirs[t][0])
         print(f"\nFailed under both trainers ({len(both)}):")
         for test_id in both:
             print(f"- {test_id}: {theirs[test_id][1]}")

@@ -79,7 +79,8 @@ def build_model(model_type: str, head: str, extra: dict, tokenizer):
         if hasattr(config, key) or key in ("vocab_size", "pad_token_id", "eos_token_id", "bos_token_id"):
             setattr(config, key, value)
     if getattr(config, "layer_types", None) is not None:  # per-layer attention kinds: as many as the layers
-        config.layer_types = [config.layer_types[i % len(config.layer_types)] for i in range(SMALL["num_hidden_layers"])]
+        kinds = config.layer_types
+        config.layer_types = [kinds[i % len(kinds)] for i in range(SMALL["num_hidden_layers"])]
     if head == "seqcls":
         config.num_labels = 1
         return AutoModelForSequenceClassification.from_config(config)
