@@ -10,7 +10,7 @@ estimator calls per training step.
 import json
 
 import pytest
-from e2e_runs import HALF, MODES, PROMPTS, STRAIGHT
+from e2e_runs import HALF, MODES, PROMPTS, RESUMED_MODES, STRAIGHT
 
 from verl_hadw.core.anchor.file_format import STATE_FILE
 from verl_hadw.toy.launch import command
@@ -90,13 +90,15 @@ def test_async_mode_hadw_advances_the_anchor_once_per_step(mode, e2e):
 
 
 @pytest.mark.slow
-@pytest.mark.e2e(*(f"{m}_{kind}" for m in MODES for kind in ("straight", "resumed")))
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.e2e(*(f"{m}_{kind}" for m in RESUMED_MODES for kind in ("straight", "resumed")))
+@pytest.mark.parametrize("mode", RESUMED_MODES)
 def test_async_mode_resume_continues_the_anchor(mode, e2e):
     """Resumed from the uninterrupted run's step-2 checkpoint: the anchor continues exactly where it was saved.
     The later steps' rollouts are not those of the uninterrupted run (an async batch depends on rollout timing,
     and verl restores the in-flight prompts, not the generation); the docs' verl-on-CPU page says what resumes
-    in these modes."""
+    in these modes. separate_async only (its K calls a step, its rollout pool, TransferQueue's in-flight prompts):
+    colocate_async calls the estimator once a step, and that resume is the sync demo's (test_e2e_cpu.py's
+    test_resume_continues_the_run_exactly, bit for bit)."""
     reference, resumed = e2e.result(f"{mode}_straight"), e2e.result(f"{mode}_resumed")
     assert_anchor_steps(resumed.steps, HALF + 1, STRAIGHT)
     # the anchor continues where the saved one stopped: step N/2+1's prior is step N/2's posterior
@@ -115,7 +117,7 @@ def test_async_mode_dgpo(mode, e2e):
     K calls of a separate_async step add up, every group of the step counted once. DGPO alone files its K calls under
     the same trainer step (``steps.stateless_step``: test_verl_integration.py's
     test_dgpo_alone_files_the_k_calls_of_a_trainer_step_under_that_step) and logs no HA-DW metric (the sync
-    ``v1_dgpo`` launch, test_e2e_cpu.py::test_v1_dgpo)."""
+    ``smoke`` launch, test_e2e_cpu.py::test_v1_dgpo)."""
     steps = e2e.result(f"{mode}_straight").steps
     assert sorted(steps) == list(range(1, STRAIGHT + 1))
     for step, values in steps.items():

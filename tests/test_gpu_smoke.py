@@ -22,6 +22,7 @@ from verl_hadw.core.anchor import AnchorState
 from verl_hadw.core.options import AnchorConfig
 from verl_hadw.repro import smoke as S
 from verl_hadw.repro.compose import compose_run
+from verl_hadw.toy.launch import demo_overrides, parse_steps
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "gpu_smoke.sh"
@@ -38,20 +39,53 @@ def _env(tmp_path, **extra):
 @pytest.mark.slow
 @pytest.mark.e2e("smoke")
 def test_script_on_cpu_toy_run_passes_every_check(e2e):
-    """``bash scripts/gpu_smoke.sh demo --cpu +algorithm.hadw.base=dgpo`` (the session's ``smoke`` launch,
+    """``bash scripts/gpu_smoke.sh demo --cpu algorithm.adv_estimator=dgpo`` (the session's ``smoke`` launch,
     tests/e2e_runs.py): two real main_ppo runs (2 steps, saved; resumed to 3), then the verdict: every check passes,
-    DGPO's metrics included."""
+    DGPO's metrics included. The verdict's HA-DW checks (anchor file, anchor resume) on a real run: the next test."""
     run = e2e.result("smoke")
     assert run.code == 0, run.output[-8000:]
     verdict = (run.smoke / "verdict.txt").read_text()
     assert verdict.splitlines()[-1].startswith("smoke verdict: PASS")
     status = {line.split()[1]: line.split()[0] for line in verdict.splitlines()[:-1]}
     assert status == {"steps": "PASS", "metrics": "PASS", "reward": "PASS", "truncation": "PASS",
-                      "checkpoint": "PASS", "anchor": "PASS", "stop": "PASS"}
-    assert "resumed at 3..3" in verdict and "step 3 prior" in verdict and "turns end with <|im_end|>" in verdict
-    assert "dgpo/valid_groups" in (run.smoke / "train.log").read_text()  # the verdict read HA-DW over DGPO
-    assert (run.smoke / "checkpoints" / "global_step_2" / "verl_hadw_anchor.json").is_file()
-    assert (run.smoke / "checkpoints" / "global_step_3" / "verl_hadw_anchor.json").is_file()
+                      "checkpoint": "PASS", "stop": "PASS"}
+    assert "resumed at 3..3" in verdict and "turns end with <|im_end|>" in verdict
+    assert "(no anchor: estimator dgpo)" in verdict
+    assert "dgpo/valid_groups" in (run.smoke / "train.log").read_text()  # the verdict read DGPO's metrics
+    for step in (2, 3):  # the callback records the estimator in each checkpoint (a resume under hadw is refused)
+        saved = json.loads((run.smoke / "checkpoints" / f"global_step_{step}" / "verl_hadw_anchor.json").read_text())
+        assert saved["state"] is None and saved["options"]["algorithm.adv_estimator"] == "dgpo"
+
+
+@pytest.mark.slow
+@pytest.mark.e2e("demo", "demo_resumed")
+def test_the_verdict_passes_an_hadw_run_and_its_resume(e2e, tmp_path, monkeypatch, capsys):
+    """``verl-hadw smoke-check`` (the script's verdict) on the demo's first 15 steps, as a phase that ended with its
+    save at step 15, and the demo resumed from that checkpoint: every check passes, the anchor's two among them
+    (the anchor file in each checkpoint, and step 16's prior continuing the anchor saved at step 15)."""
+    from e2e_runs import DEMO_RESUME_FROM
+
+    demo, resumed = e2e.result("demo"), e2e.result("demo_resumed")
+    lines = demo.log.splitlines(keepends=True)
+    cut = next(i for i, line in enumerate(lines) if DEMO_RESUME_FROM + 1 in parse_steps(line))
+    first = "".join(lines[:cut])  # verl's log up to its step-15 save
+    assert sorted(parse_steps(first)) == list(range(1, DEMO_RESUME_FROM + 1))
+    (tmp_path / "first.log").write_text(first)
+    (tmp_path / "resume.log").write_text(resumed.log)
+    monkeypatch.setenv("VERL_HADW_CONFIGS", str(ROOT / "configs" / "cpu"))
+    monkeypatch.setenv("VERL_HADW_ASSETS", str(demo.out.parent / "assets"))  # the stage's toy assets
+    config = tmp_path / "config.yaml"
+    assert cli_main(["configs", "--show", "demo", *demo_overrides(str(demo.out))]) == 0
+    config.write_text(capsys.readouterr().out)
+    # the demo cuts responses at 4 tokens by design (one-token answers; the smoke script's CPU mode sets 192)
+    code = cli_main(["smoke-check", "--config", str(config), "--log", str(tmp_path / "first.log"),
+                     "--resume-log", str(tmp_path / "resume.log"), "--max-truncated", "1"])
+    verdict = capsys.readouterr().out
+    assert code == 0, verdict
+    status = {line.split()[1]: line.split()[0] for line in verdict.splitlines()[:-1]}
+    assert status == {"steps": "PASS", "metrics": "PASS", "reward": "PASS", "truncation": "PASS",
+                      "checkpoint": "PASS", "anchor": "PASS", "stop": "PASS"}, verdict
+    assert "resumed at 16..18" in verdict and "step 16 prior" in verdict
 
 
 @pytest.mark.slow

@@ -88,7 +88,7 @@ def legacy_cfg(ckpt, hadw: dict, extra: dict | None = None):
 def legacy_steps(cfg, first, last):
     for step in range(first, last + 1):
         SkipManager.set_step(step)
-        compute_advantage(batch(step), "hadw", config=cfg.algorithm)
+        compute_advantage(batch(step), cfg.algorithm.adv_estimator, config=cfg.algorithm)
     folder = Path(cfg.trainer.default_local_dir) / f"global_step_{last}"
     (folder / "actor").mkdir(parents=True, exist_ok=True)
     (folder / "data.pt").write_bytes(b"x")
@@ -249,6 +249,40 @@ def test_switching_estimator_on_resume_is_refused_saying_so(tmp_path, before, af
     assert f"algorithm.adv_estimator: {before!r} -> {after!r} (the method" in message, message
     assert f"set them back (algorithm.adv_estimator={before})" in message  # verl's own key: no "+"
     assert "was not written with" not in message and "allow_missing_state=true" in message
+
+
+@pytest.mark.parametrize("before, after", [("hadw", "dgpo"), ("dgpo", "hadw")])
+def test_switching_estimator_on_resume_is_refused_under_the_legacy_trainer_too(tmp_path, before, after):
+    """No checkpoint hook there: dgpo writes an options-only snapshot after each step where HA-DW writes its anchor,
+    and its first call of a resumed run checks the snapshot of the checkpoint verl loaded."""
+    legacy_steps(legacy_cfg(tmp_path, {}, {"adv_estimator": before}), 1, 2)
+    if before == "dgpo":
+        saved = json.loads((tmp_path / SNAPSHOT_DIR / "step_2.json").read_text())
+        assert saved["state"] is None and saved["options"]["algorithm.adv_estimator"] == "dgpo"
+        assert sorted(p.name for p in (tmp_path / SNAPSHOT_DIR).iterdir()) == ["step_2.json"]  # step 1: pruned
+    process_state.reset()
+    with pytest.raises(ResumeConflictError) as info:
+        legacy_steps(legacy_cfg(tmp_path, {}, {"adv_estimator": after}), 3, 3)
+    message = str(info.value)
+    assert f"algorithm.adv_estimator: {before!r} -> {after!r} (the method" in message, message
+    assert "was written without it" not in message and "no anchor snapshot" not in message
+    process_state.reset()
+    legacy_steps(legacy_cfg(tmp_path, {}, {"adv_estimator": before}), 3, 4)  # the same estimator goes on
+
+
+def test_an_hadw_checkpoint_resumed_under_dgpo_without_the_callback_is_refused_at_the_first_call(tmp_path):
+    """v1 trainer, the callback dropped from the resumed run's config: dgpo's first call reads the checkpoint's
+    anchor file and refuses before any update, instead of dropping the anchor without a word."""
+    saved_under(tmp_path, "hadw")
+    resumed = OmegaConf.merge(config(str(tmp_path), resume=True), {"algorithm": {"adv_estimator": "dgpo"}})
+    SkipManager.set_step(4)
+    with pytest.raises(ResumeConflictError, match=r"algorithm.adv_estimator: 'hadw' -> 'dgpo' \(the method"):
+        compute_advantage(batch(4), "dgpo", config=resumed.algorithm)
+    process_state.reset()
+    saved_under(tmp_path / "dgpo", "dgpo")  # a dgpo checkpoint resumed under dgpo without the callback: goes on
+    resumed = OmegaConf.merge(config(str(tmp_path / "dgpo"), resume=True), {"algorithm": {"adv_estimator": "dgpo"}})
+    SkipManager.set_step(4)
+    compute_advantage(batch(4), "dgpo", config=resumed.algorithm)
 
 
 def test_the_same_estimator_resumes_and_dgpo_records_its_options(tmp_path):

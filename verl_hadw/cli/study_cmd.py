@@ -31,7 +31,7 @@ def add_subcommand(sub) -> None:
     p.add_argument("--val-prompts", type=count(4), default=d.val_prompts, help="held-out prompts, a quarter per tier")
     p.add_argument("--val-n", type=count(), default=d.val_n, help="sampled answers per held-out prompt")
     p.add_argument("--workers", type=count(), default=2, help="runs at a time (each uses about one core)")
-    p.add_argument("--quick", action="store_true", help="hadw and grpo_lr_phi, 1 seed, 2 steps: checks the pipeline")
+    p.add_argument("--quick", action="store_true", help="hadw and grpo_lr_phi, 1 seed, 1 step: checks the pipeline")
     p.add_argument("--copy-to", default=None, type=OutputDir(),
                    help="also copy val_accuracy.csv, train.csv, summary.md, curves.png here")
     p.add_argument("overrides", nargs="*", type=Text(), help="Hydra overrides for every run")

@@ -125,8 +125,8 @@ class StudyPlan:
 
 
 def quick_plan(out: Path) -> StudyPlan:
-    """Two methods, one seed, two steps of 8 prompts: checks the pipeline (the test suite's mode), not the numbers."""
-    return StudyPlan(out=out, methods=["hadw", "grpo_lr_phi"], seeds=[1], steps=2, prompts=8, test_freq=1,
+    """Two methods, one seed, one step of 8 prompts: checks the pipeline (the test suite's mode), not the numbers."""
+    return StudyPlan(out=out, methods=["hadw", "grpo_lr_phi"], seeds=[1], steps=1, prompts=8, test_freq=1,
                      val_prompts=8, val_n=2)
 
 

@@ -22,6 +22,7 @@ from typing import Any, Mapping
 from verl_hadw.core.errors import ConfigError, UnusedOptionsWarning
 from verl_hadw.core.options import SECTIONS, declarations
 from verl_hadw.verl_adapter.process_state import PROCESS
+from verl_hadw.verl_adapter.resume_dir import trainer_of
 from verl_hadw.verl_adapter.run_options import RunOptions, algorithm_node, parse_run, plain_algorithm
 from verl_hadw.verl_adapter.verl_terms import CALLBACK_CLASS, CALLBACK_OVERRIDE
 
@@ -170,15 +171,7 @@ def _trainer_of(algorithm: Any, root: Any = None) -> Any:
     """verl's ``trainer`` node: ``root.trainer``, or found from the ``algorithm`` node's parent (None: unknown)."""
     if root is not None:
         return root.get("trainer") if hasattr(root, "get") else None
-    from omegaconf import DictConfig, OmegaConf
-    from omegaconf.errors import OmegaConfBaseException
-
-    if not isinstance(algorithm, DictConfig):
-        return None
-    try:
-        return OmegaConf.select(algorithm, "..trainer", default=None)
-    except OmegaConfBaseException:  # a detached node (unit use)
-        return None
+    return trainer_of(algorithm)
 
 
 def _is_our_callback(name: Any) -> bool:

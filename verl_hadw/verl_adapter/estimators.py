@@ -16,7 +16,7 @@ from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, register_adv_est
 from verl_hadw.core.advantages import dgpo_advantage, dgpo_call, grpo_advantage, hadw_call, hadw_weights
 from verl_hadw.core.groups import Batch, prepare_batch
 from verl_hadw.verl_adapter import anchor_client as anchor_client
-from verl_hadw.verl_adapter import legacy_snapshots, metrics, steps
+from verl_hadw.verl_adapter import estimator_record, legacy_snapshots, metrics, steps
 from verl_hadw.verl_adapter.config_check import options_for_call
 from verl_hadw.verl_adapter.verl_terms import VERL
 
@@ -139,9 +139,11 @@ def compute_dgpo_outcome_advantage(
     """
     run = options_for_call(config)  # parsed and checked once per configuration
     metrics.enable(run.hadw.log_metrics)  # the same switch as HA-DW's: algorithm.hadw.log_metrics
+    estimator_record.check_resumed(config, run)  # a checkpoint trained under another estimator: refused
     with torch.no_grad():
         b = prepare_batch(token_level_rewards, response_mask, index)
         adv, counts = dgpo_call(b, run.dgpo, run.norm_by_std, VERL.key)
         advantages = _broadcast(adv, b, response_mask)
         metrics.record_dgpo(steps.stateless_step(), counts)
+    estimator_record.record(config, run)  # which estimator trained this step, for a resume to check
     return advantages, advantages

@@ -21,16 +21,15 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import OmegaConfBaseException
+from omegaconf import OmegaConf
 
 from verl_hadw.core.anchor.checkpoint_dirs import step_of
 from verl_hadw.core.anchor.file_format import STATE_FILE, payload, read_state_file, write_state_file
-from verl_hadw.core.anchor.resume import continue_under
+from verl_hadw.core.anchor.resume import check_saved_options, continue_under
 from verl_hadw.core.errors import AnchorFileError, MissingAnchorStateError
 from verl_hadw.core.options import HadwConfig
 from verl_hadw.verl_adapter.anchor_persistence import Persistence
-from verl_hadw.verl_adapter.resume_dir import resolve_resume_dir
+from verl_hadw.verl_adapter.resume_dir import resolve_resume_dir, trainer_of
 from verl_hadw.verl_adapter.run_options import RunOptions, parse_run
 from verl_hadw.verl_adapter.verl_terms import ALLOW_MISSING_STATE, RESUME_ELSEWHERE, VERL
 
@@ -91,23 +90,11 @@ class LegacySnapshots(Persistence):
         """
         if step is None or step <= 1:
             return None
-        key, previous = cfg.state_key, step - 1
-        trainer = {"resume_mode": self.resume_mode, "default_local_dir": self.local_dir}
-        folder = resolve_resume_dir(OmegaConf.create({**trainer, "resume_from_path": self.resume_from_path}))
-        if folder is not None and step_of(folder) != previous:
-            raise MissingAnchorStateError(
-                f"HA-DW anchor '{key}': verl's first training step in this process is {step}, but the checkpoint "
-                f"trainer.resume_mode={self.resume_mode!r} points to is {folder} (step {step_of(folder)}): "
-                "latest_checkpointed_iteration.txt changed after verl loaded its checkpoint. Give each run its own "
-                "trainer.default_local_dir and restart."
-            )
-        candidates = [] if folder is None else [
-            self.snapshot_path(previous, os.path.dirname(os.path.normpath(folder))),  # written by this estimator
-            os.path.join(folder, STATE_FILE),  # a copied snapshot, or a checkpoint written by the v1 callback
-        ]
+        folder, candidates = self._resumed_from(cfg.state_key, step)
         for path in candidates:
             if os.path.exists(path):
-                return continue_under(self._read(path, previous, folder), cfg, self.options, path, VERL)
+                return continue_under(self._read(path, step - 1, folder), cfg, self.options, path, VERL)
+        key, previous = cfg.state_key, step - 1
         message = (
             f"HA-DW anchor '{key}': the legacy trainer resumed at step {step} "
             + (f"from {folder}, but found no anchor snapshot for step {previous} "
@@ -119,6 +106,37 @@ class LegacySnapshots(Persistence):
         )
         self.missing(cfg, message)
         return None
+
+    def _resumed_from(self, key: str, step: int) -> tuple[str | None, list[str]]:
+        """The ``global_step_{step - 1}`` folder verl resumed from (None: none), and where its anchor may be: the
+        snapshot this back-end wrote beside it, or a file inside it (a copied snapshot, or the v1 callback's)."""
+        previous = step - 1
+        trainer = {"resume_mode": self.resume_mode, "default_local_dir": self.local_dir}
+        folder = resolve_resume_dir(OmegaConf.create({**trainer, "resume_from_path": self.resume_from_path}))
+        if folder is not None and step_of(folder) != previous:
+            raise MissingAnchorStateError(
+                f"HA-DW anchor '{key}': verl's first training step in this process is {step}, but the checkpoint "
+                f"trainer.resume_mode={self.resume_mode!r} points to is {folder} (step {step_of(folder)}): "
+                "latest_checkpointed_iteration.txt changed after verl loaded its checkpoint. Give each run its own "
+                "trainer.default_local_dir and restart."
+            )
+        candidates = [] if folder is None else [
+            self.snapshot_path(previous, os.path.dirname(os.path.normpath(folder))),  # written by this back-end
+            os.path.join(folder, STATE_FILE),  # a copied snapshot, or a checkpoint written by the v1 callback
+        ]
+        return folder, candidates
+
+    def check_estimator(self, key: str, step: int) -> None:
+        """For a run without an anchor (``dgpo``) resumed at ``step``: the checkpoint verl resumed from must not have
+        been trained under another estimator (HA-DW, whose anchor it would drop). Its snapshot (an anchor, or the
+        options-only one such a run writes) goes through the resume rules; without one there is nothing to check."""
+        if step <= 1:
+            return
+        folder, candidates = self._resumed_from(key, step)
+        for path in candidates:
+            if os.path.lexists(path):
+                check_saved_options(self._read(path, step - 1, folder), self.options, path, VERL)
+                return
 
     @staticmethod
     def _read(path: str, previous: int, folder: str) -> dict:
@@ -145,13 +163,8 @@ def from_config(algorithm, run: RunOptions | None = None) -> LegacySnapshots | N
     """The legacy trainer's checkpoint settings, or None: v1 trainer, or ``algorithm`` is not part of a full
     verl config (a plain dict or a detached node, as in unit use), or it names no ``default_local_dir``. ``run``:
     the options the estimator parsed from ``algorithm`` (parsed here when not given)."""
-    if not isinstance(algorithm, DictConfig):
-        return None
-    try:
-        trainer = OmegaConf.select(algorithm, "..trainer", default=None)
-    except OmegaConfBaseException:  # the node has no parent
-        return None
-    if not isinstance(trainer, DictConfig) or trainer.get("use_v1", True) is not False:
+    trainer = trainer_of(algorithm)
+    if trainer is None or trainer.get("use_v1", True) is not False:
         return None
     local_dir = trainer.get("default_local_dir")
     if not isinstance(local_dir, str):

@@ -25,6 +25,8 @@ class ProcessState:
     pending_metrics: MetricBuffer = field(default_factory=MetricBuffer)  # the estimators' per-step metrics
     metrics_opted_out: bool = False  # algorithm.hadw.log_metrics=false was seen: stay out of verl's Tracking
     last_stateless_step: int = 0  # steps.stateless_step's counter outside a trainer
+    # verl's fit() whose checkpoint an estimator without an anchor checked (estimator_record: by identity)
+    estimator_checked_run: Any = None
     warned: set[str] = field(default_factory=set)  # start-up warnings given once (config_check.warn_unsaved_anchor)
     # the configurations whose options were parsed and checked (run_options.run_options), most recent last
     checked_configs: dict = field(default_factory=dict)
@@ -42,6 +44,7 @@ class ProcessState:
         self.pending_metrics.clear()
         self.metrics_opted_out = False
         self.last_stateless_step = 0
+        self.estimator_checked_run = None
         self.warned.clear()
         self.checked_configs.clear()
         skip = sys.modules.get("verl.utils.skip.skip_manager")

@@ -12,7 +12,23 @@ import re
 
 from verl_hadw.core.errors import ConfigError
 
-__all__ = ["resolve_resume_dir", "check_step_folder"]
+__all__ = ["resolve_resume_dir", "check_step_folder", "trainer_of"]
+
+
+def trainer_of(algorithm):
+    """verl's ``trainer`` node, reached from the ``algorithm`` node verl passes the estimators (a child of the full
+    resolved config: ``OmegaConf.select(algorithm, "..trainer")``); None for a plain dict or a detached node (unit
+    use, notebooks)."""
+    from omegaconf import DictConfig, OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    if not isinstance(algorithm, DictConfig):
+        return None
+    try:
+        trainer = OmegaConf.select(algorithm, "..trainer", default=None)
+    except OmegaConfBaseException:  # the node has no parent
+        return None
+    return trainer if isinstance(trainer, DictConfig) else None
 
 
 def resolve_resume_dir(trainer_config) -> str | None:
