@@ -56,7 +56,10 @@ def test_the_trl_extra_changes_nothing_a_trl_user_has(tmp_path, capsys):
     sh(sys.executable, "-m", "venv", tmp_path / "venv")
     python = tmp_path / "venv" / "bin" / "python"
     # --no-compile: no .pyc for the thousands of modules nothing here imports (74 instead of 86 core-s here)
-    sh(python, "-m", "pip", "install", "-q", "--no-compile", "-c", ROOT / "constraints-cpu.txt", f"trl=={low}")
+    # requests: TRL 1.0's GRPOTrainer imports it (trl/generation/vllm_client.py) without declaring it, so a TRL user
+    # whose GRPOTrainer works has it (transformers 5 no longer brings it)
+    sh(python, "-m", "pip", "install", "-q", "--no-compile", "-c", ROOT / "constraints-cpu.txt", f"trl=={low}",
+       "requests")
     timings["trl first"] = time.monotonic() - start
     before = freeze(python)
     assert before["trl"] == low
