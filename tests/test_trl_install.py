@@ -1,9 +1,11 @@
-"""The TRL extra installs into an environment that already has TRL and changes nothing there.
+"""The TRL extra installs into an environment that already has TRL and changes nothing there; the lowest TRL of the
+range trains there. The matrix's lowest-TRL cell (the test environment holds the newest TRL of the range).
 
-A fresh virtualenv gets ``trl==1.16.0`` first (with CPU torch, as a TRL user's machine would have it), then this
-checkout's ``[trl]`` extra. ``pip freeze`` before and after: additions only, no installed version changed, and
-none of verl, Ray, vLLM or wandb. Then ``examples/trl_hadw.py`` trains there. Wheels come from pip's cache (the
-test install fills it), so the cost is the installs themselves: the test prints its timings.
+A fresh virtualenv gets the lowest release of ``TRL_RANGE`` first (with CPU torch, as a TRL user's machine would
+have it), then this checkout's ``[trl]`` extra. ``pip freeze`` before and after: additions only, no installed version
+changed, and none of verl, Ray, vLLM or wandb. Then ``examples/trl_hadw.py`` trains there, and a run saved and
+resumed equals the run that never stopped, bit for bit (``tests/trl_resume_check.py``). Wheels come from pip's cache
+(the test install fills it), so the cost is the installs themselves: the test prints its timings.
 """
 
 import os
@@ -19,6 +21,14 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
 FORBIDDEN = {"verl", "ray", "vllm", "wandb"}
+
+
+def lowest_trl() -> str:
+    """The lowest release ``TRL_RANGE`` admits (its ``>=`` bound)."""
+    from verl_hadw import TRL_RANGE
+
+    (low,) = re.findall(r">=\s*([0-9][0-9.]*)", TRL_RANGE)
+    return low
 
 
 def sh(*cmd, cwd=None, timeout=1800):
@@ -41,15 +51,18 @@ def freeze(python: Path) -> dict[str, str]:
 
 
 def test_the_trl_extra_changes_nothing_a_trl_user_has(tmp_path, capsys):
-    timings = {}
+    timings, low = {}, lowest_trl()
     start = time.monotonic()
     sh(sys.executable, "-m", "venv", tmp_path / "venv")
     python = tmp_path / "venv" / "bin" / "python"
     # --no-compile: no .pyc for the thousands of modules nothing here imports (74 instead of 86 core-s here)
-    sh(python, "-m", "pip", "install", "-q", "--no-compile", "-c", ROOT / "constraints-cpu.txt", "trl==1.16.0")
+    # requests: TRL 1.0's GRPOTrainer imports it (trl/generation/vllm_client.py) without declaring it, so a TRL user
+    # whose GRPOTrainer works has it (transformers 5 no longer brings it)
+    sh(python, "-m", "pip", "install", "-q", "--no-compile", "-c", ROOT / "constraints-cpu.txt", f"trl=={low}",
+       "requests")
     timings["trl first"] = time.monotonic() - start
     before = freeze(python)
-    assert before["trl"] == "1.16.0"
+    assert before["trl"] == low
 
     start = time.monotonic()
     sh(python, "-m", "pip", "install", "-q", "--no-compile", f"{ROOT}[trl]")  # no constraints: nothing may need one
@@ -72,5 +85,11 @@ def test_the_trl_extra_changes_nothing_a_trl_user_has(tmp_path, capsys):
     timings["examples/trl_hadw.py"] = time.monotonic() - start
     assert re.search(r"anchor after \d+ generation batches: C\+ [0-9.]+, saved with checkpoint-", out), out[-2000:]
     sh(python, "-c", "import sys, verl_hadw.trl; assert 'verl' not in sys.modules and 'ray' not in sys.modules")
+
+    start = time.monotonic()
+    env_path = os.pathsep.join([str(ROOT / "tests")])
+    out = sh("env", f"PYTHONPATH={env_path}", python, ROOT / "tests" / "trl_resume_check.py", tmp_path / "resume")
+    timings["trl_resume_check.py"] = time.monotonic() - start
+    assert re.search(r"^resume bit for bit: [1-9]\d* batches$", out, re.M), out[-2000:]
     with capsys.disabled():
-        print("[trl install] timings (s): " + ", ".join(f"{k} {v:.0f}" for k, v in timings.items()))
+        print(f"[trl install] TRL {low}; timings (s): " + ", ".join(f"{k} {v:.0f}" for k, v in timings.items()))

@@ -8,4 +8,4 @@ registers ``hadw`` and ``dgpo``; TRL's (``verl_hadw.trl``) gives ``HadwGRPOTrain
 __version__ = "0.1.0"
 VERL_VERSION = "0.9.1"  # the verl the tests run against throughout ([gpu]'s pins; 0.9.0 has its own e2e launches)
 VERL_RANGE = ">=0.9.0,<0.10"  # what the [verl] extra accepts beside an installed verl: the one place of the bounds
-TRL_RANGE = ">=1.16.0,<2"  # what the [trl] extra accepts: a range, so an installed TRL (and its transformers) stays
+TRL_RANGE = ">=1.0.0,<2"  # what the [trl] extra accepts: a range, so an installed TRL (and its transformers) stays

@@ -28,6 +28,7 @@ from verl_hadw.core.errors import ConfigError
 from verl_hadw.core.options import DgpoConfig, HadwConfig, declarations, parse_section
 from verl_hadw.trl.loss_types import check_loss_type
 from verl_hadw.trl.trl_terms import TRL, trl_key
+from verl_hadw.trl.trl_version import check_trl_version, check_truncation
 
 __all__ = ["HadwGRPOConfig", "declared_fields", "trl_key", "fields_table", "ESTIMATORS"]
 
@@ -116,6 +117,7 @@ class HadwGRPOConfig(GRPOConfig):
             )
         if self.uses_valid_token_norm():
             check_loss_type(self.loss_type, self.steps_per_generation, self.gradient_accumulation_steps)
+            check_truncation(self.mask_truncated_completions)
 
     # ---------------------------------------------------------------------------------- the parsed options
     def _values(self, section: str) -> dict[str, Any]:
@@ -151,10 +153,12 @@ class HadwGRPOConfig(GRPOConfig):
 
 
 def _suggest_fields(init):
-    """Wrap the dataclass ``__init__``: an unknown keyword is a ``ConfigError`` with "did you mean"."""
+    """Wrap the dataclass ``__init__``: a TRL outside ``TRL_RANGE`` is refused; an unknown keyword is a
+    ``ConfigError`` with "did you mean"."""
 
     @functools.wraps(init)
     def __init__(self, *args, **kwargs):
+        check_trl_version("HadwGRPOConfig")  # first: another TRL's fields and checks would fail naming nothing
         names = {f.name for f in dataclasses.fields(HadwGRPOConfig)}
         for key in kwargs:
             if key in names:

@@ -29,6 +29,7 @@ from verl_hadw.core.metric_values import MetricBuffer
 from verl_hadw.trl.grpo_config import HadwGRPOConfig
 from verl_hadw.trl.trainer_anchor import AnchorCheckpointCallback, OptionsRecord, TrainerAnchor
 from verl_hadw.trl.trl_terms import TRL
+from verl_hadw.trl.trl_version import check_trl_version
 
 __all__ = ["HadwGRPOTrainer"]
 
@@ -39,6 +40,7 @@ class HadwGRPOTrainer(GRPOTrainer):
     """``GRPOTrainer`` whose advantages are HA-DW's or DGPO's (``args``: a ``HadwGRPOConfig``)."""
 
     def __init__(self, model, reward_funcs=None, args: HadwGRPOConfig | None = None, *rest, **kwargs):
+        check_trl_version("HadwGRPOTrainer")
         if args is None:  # as TRL: a default config named after the model, here with HA-DW's defaults too
             name = model if isinstance(model, str) else getattr(model.config, "_name_or_path", "") or "model"
             args = HadwGRPOConfig(f"{name.split('/')[-1]}-GRPO")
