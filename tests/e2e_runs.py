@@ -105,6 +105,8 @@ def load(result: dict):
         return SmokeRun(fields["code"], Path(fields["output"]).read_text(), Path(fields["smoke"]))
     if kind == "study":
         return StudyRun(fields["code"], Path(fields["output"]).read_text(), Path(fields["out"]), Path(fields["docs"]))
+    if kind == "command":
+        return CommandRun(fields["code"], Path(fields["output"]).read_text(), fields["seconds"])
     raise ValueError(f"unknown launch record kind {kind!r}")
 
 
@@ -320,6 +322,30 @@ def quick_study(ctx: Context) -> dict:
             "out": str(out), "docs": str(docs)}
 
 
+# ------------------------------------------------------------------------ commands that mostly wait on pip
+@dataclass
+class CommandRun:
+    code: int
+    output: str  # stdout and stderr
+    seconds: float
+
+
+def command(name: str, *argv: str, timeout: float = 2400):
+    """A launch that runs ``argv`` in ``<root>/<name>`` (not through Ray's start gate). For the tests that wait on
+    pip's downloads and resolver most of their time: in the stage they overlap the other tests instead of holding
+    pytest's one process for minutes."""
+
+    def start(ctx: Context) -> dict:
+        import subprocess
+
+        began = time.monotonic()
+        proc = subprocess.run(list(argv), cwd=ctx.workdir(name), capture_output=True, text=True, timeout=timeout)
+        return {"kind": "command", "code": proc.returncode, "seconds": round(time.monotonic() - began, 1),
+                "output": text_file(ctx, name, "stdout", proc.stdout + proc.stderr)}
+
+    return start
+
+
 LAUNCHES: dict[str, Launch] = {
     launch.name: launch
     for launch in [
@@ -332,6 +358,10 @@ LAUNCHES: dict[str, Launch] = {
         *(Launch(f"{m}_resumed", mode_resumed(m), after=f"{m}_straight", cost=70) for m in RESUMED_MODES),
         Launch("smoke", smoke, cost=100),
         Launch("quick_study", quick_study, cost=110),
+        Launch("gpu_resolve", command("gpu_resolve", "bash", str(ROOT / "scripts" / "install_gpu.sh"),
+                                      "--resolve-only"), cost=60),
+        Launch("trl_cell", command("trl_cell", sys.executable, str(ROOT / "tests" / "trl_install_cell.py"), "."),
+               cost=50),
         Launch("v090_straight", v090_straight, cost=60),
         Launch("v090_resumed", v090_resumed, after="v090_straight", cost=45),
         Launch("v090_gdpo_slip", v090_gdpo_slip, cost=40),

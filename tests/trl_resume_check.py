@@ -2,7 +2,7 @@
 
     python tests/trl_resume_check.py OUT_DIR
 
-needs only TRL and this package's ``[trl]`` extra (no verl, no pytest): ``tests/test_trl_install.py`` runs it in a
+needs only TRL and this package's ``[trl]`` extra (no verl, no pytest): ``tests/trl_install_cell.py`` runs it in a
 virtualenv holding the lowest TRL of ``TRL_RANGE``, where the adapter's pytest files (which compare with verl's
 estimator) cannot run; ``tests/test_trl_training.py::test_resume_continues_the_anchor_bit_for_bit`` is the same check
 with the newest TRL. Prints one line per resumed generation batch and ``resume bit for bit: N batches``.

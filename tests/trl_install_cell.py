@@ -1,6 +1,11 @@
 """The TRL extra installs into an environment that already has TRL and changes nothing there; the lowest TRL of the
 range trains there. The matrix's lowest-TRL cell (the test environment holds the newest TRL of the range).
 
+    python tests/trl_install_cell.py WORKDIR
+
+A script, not a test file: the session's stage runs it in the background beside the other tests (it waits on pip
+most of its time), and ``tests/test_trl_cell.py`` reads its exit code and output; an assertion here fails it.
+
 A fresh virtualenv gets the lowest release of ``TRL_RANGE`` first (with CPU torch, as a TRL user's machine would
 have it), then this checkout's ``[trl]`` extra. ``pip freeze`` before and after: additions only, no installed version
 changed, and none of verl, Ray, vLLM or wandb. Then ``examples/trl_hadw.py`` trains there, and a run saved and
@@ -14,10 +19,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-
-import pytest
-
-pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
 FORBIDDEN = {"verl", "ray", "vllm", "wandb"}
@@ -50,7 +51,7 @@ def freeze(python: Path) -> dict[str, str]:
     return out
 
 
-def test_the_trl_extra_changes_nothing_a_trl_user_has(tmp_path, capsys):
+def main(tmp_path: Path) -> int:
     timings, low = {}, lowest_trl()
     start = time.monotonic()
     sh(sys.executable, "-m", "venv", tmp_path / "venv")
@@ -68,17 +69,16 @@ def test_the_trl_extra_changes_nothing_a_trl_user_has(tmp_path, capsys):
     sh(python, "-m", "pip", "install", "-q", "--no-compile", f"{ROOT}[trl]")  # no constraints: nothing may need one
     timings["the [trl] extra"] = time.monotonic() - start
     after = freeze(python)
-    with capsys.disabled():  # in CI's output, passed or not
-        print("\n[trl install] pip freeze before: " + " ".join(f"{k}=={v}" for k, v in sorted(before.items())))
-        print("[trl install] pip freeze after:  " + " ".join(f"{k}=={v}" for k, v in sorted(after.items())))
+    # in CI's output (tests/test_trl_cell.py prints this script's output), passed or not
+    print("\n[trl install] pip freeze before: " + " ".join(f"{k}=={v}" for k, v in sorted(before.items())))
+    print("[trl install] pip freeze after:  " + " ".join(f"{k}=={v}" for k, v in sorted(after.items())))
 
     changed = {k: (v, after.get(k)) for k, v in before.items() if after.get(k) != v}
     assert changed == {}, f"installed versions changed: {changed}"
     added = sorted(after.keys() - before.keys())
     assert "verl-hadw" in added
     assert not FORBIDDEN & set(added), f"the TRL extra brought {sorted(FORBIDDEN & set(added))}"
-    with capsys.disabled():
-        print(f"[trl install] added: {added}")
+    print(f"[trl install] added: {added}", flush=True)
 
     start = time.monotonic()
     out = sh(python, ROOT / "examples" / "trl_hadw.py", cwd=tmp_path)
@@ -91,5 +91,11 @@ def test_the_trl_extra_changes_nothing_a_trl_user_has(tmp_path, capsys):
     out = sh("env", f"PYTHONPATH={env_path}", python, ROOT / "tests" / "trl_resume_check.py", tmp_path / "resume")
     timings["trl_resume_check.py"] = time.monotonic() - start
     assert re.search(r"^resume bit for bit: [1-9]\d* batches$", out, re.M), out[-2000:]
-    with capsys.disabled():
-        print(f"[trl install] TRL {low}; timings (s): " + ", ".join(f"{k} {v:.0f}" for k, v in timings.items()))
+    print(out.strip().splitlines()[-1], flush=True)  # resume bit for bit: N batches
+    print(f"[trl install] TRL {low}; timings (s): " + ", ".join(f"{k} {v:.0f}" for k, v in timings.items()))
+    print("[trl install] every check passed", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(Path(sys.argv[1]).resolve()))
