@@ -12,7 +12,7 @@ from verl.utils.skip.skip_manager import SkipManager
 from verl_hadw.core.errors import AnchorActorError
 from verl_hadw.verl_adapter import anchor_client as anchor_client
 from verl_hadw.verl_adapter import process_state
-from verl_hadw.verl_adapter.anchor_stores import LocalStore, RayStore, actor_name
+from verl_hadw.verl_adapter.anchor_stores import LocalStore, RayStore, actor_name, wait_until_released
 from verl_hadw.verl_adapter.run_options import parse_hadw
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray_driver]  # real Ray: tens of seconds, in a child pytest (own_process.py)
@@ -122,3 +122,19 @@ def test_two_fresh_runs_in_one_process_give_identical_results_with_and_without_r
     for backend in ("v1", "legacy"):
         for steps in (3, 1):
             assert results["ray", backend, steps] == results["local", backend, steps]
+
+
+def test_a_store_built_while_the_earlier_actor_of_its_name_dies_gets_a_live_one():
+    """A new run right after an earlier one's client was forgotten: Ray destroys the earlier actor once its last
+    handle is gone, and until then ``get_if_exists`` may hand the dying actor back (CI met this once, in
+    test_ray_restarted_or_shut_down_between_calls_recovers_from_the_mirror: ActorDiedError)."""
+    start_ray()
+    config = parse_hadw({"hadw": {"state_key": "dying"}}).anchor
+    for round in range(5):  # the race is rare (1 round in ~40 under load); CI pays ~2 s a round
+        old = RayStore("dying", config)
+        old.observe(1, 0, 3.0, 8)
+        del old  # its last handle: Ray now destroys the actor, and takes a moment to free the name
+        new = RayStore("dying", config)  # a fresh anchor, whatever state the dying one held
+        assert new.observe(1, 0, 5.0, 8).posterior == 5 / 8, round
+        ray.kill(new.actor, no_restart=True)  # not del: polling a dropped actor's name holds it (get_actor: a handle)
+        wait_until_released(actor_name("dying"))

@@ -123,7 +123,24 @@ class RayStore:
         self.name = actor_name(key)
         self.actor, self.mirror = self._create(state)
 
-    def _create(self, state: dict | None):
+    def _create(self, state: dict | None, attempts: int = 3):
+        """(actor, its state) with the actor under ``self.name`` set to exactly ``state``. An actor of that name
+        whose last handle was just dropped (an earlier client of this process, forgotten) is still handed back
+        by ``get_if_exists`` while Ray destroys it: wait until the name is free and create it again."""
+        import ray
+        from ray.exceptions import RayActorError
+
+        for attempt in range(attempts):
+            actor, reset = self._get_or_create(state)
+            try:
+                return actor, ray.get(reset.remote(asdict(self.config), state))
+            except RayActorError:
+                if attempt == attempts - 1:
+                    raise
+                logger.info(f"HA-DW anchor actor '{self.name}' was being destroyed: creating it again")
+                wait_until_released(self.name)
+
+    def _get_or_create(self, state: dict | None):
         import ray
 
         remote = ray.remote(num_cpus=0)(AnchorService)
@@ -137,7 +154,7 @@ class RayStore:
                 "program created it. Give this experiment another algorithm.hadw.state_key, or end that actor "
                 f"(ray.kill(ray.get_actor({self.name!r})))."
             ) from None
-        return actor, ray.get(reset.remote(asdict(self.config), state))
+        return actor, reset
 
     def _recover(self, why: str) -> None:
         """Rebuild the anchor from the mirror, where this process can reach it now."""
