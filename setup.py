@@ -16,8 +16,9 @@ META = dict(
                (HERE / "verl_hadw" / "__init__.py").read_text(), re.M)
 )
 VERL = f"verl{META['VERL_RANGE']}"
-# verl's default (v1) trainer imports these, but verl's base requirements omit them.
-VERL_EXTRA = [VERL, "TransferQueue>=0.1.10", "pyzmq", "msgspec", "cachetools", "fastapi", "uvicorn"]
+# verl's default (v1) trainer imports TransferQueue ... uvicorn, but verl's base requirements omit them; wrapt: the
+# entry point's post-import hook (verl_hadw/verl_adapter/entry_point.py).
+VERL_EXTRA = [VERL, "TransferQueue>=0.1.10", "pyzmq", "msgspec", "cachetools", "fastapi", "uvicorn", "wrapt"]
 
 # configs/ (Hydra YAMLs of the reproductions and the CPU demo) ships as the data package verl_hadw_configs, a
 # namespace package (no __init__.py: nothing under configs/ is Python; verl_hadw.config_paths finds it by its

@@ -45,7 +45,7 @@ def doctor(_args: argparse.Namespace) -> int:
     if not registered:
         problems.append(
             "the plugin did not register (verl hides plugin import errors: "
-            "try 'python -c \"import verl_hadw.register\"')"
+            "try 'python -c \"import verl_hadw.verl_adapter.estimators\"')"
         )
 
     try:
