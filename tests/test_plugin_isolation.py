@@ -64,19 +64,45 @@ print('absent', all(importlib.util.find_spec(m) is None for m in ('scipy', 'matp
 
 
 def test_plain_grpo_run_leaves_verl_untouched():
-    """``import verl`` registers hadw/dgpo, but Tracking.log stays verl's own until an estimator of ours runs."""
-    out = run(BATCH + """
+    """``import verl`` loads the entry point, which registers hadw/dgpo once verl's estimator registry is imported
+    (not before: a process that computes no advantage does not pay for it); Tracking.log stays verl's own until an
+    estimator of ours runs."""
+    out = run("""
+import sys, verl
+print('lazy', not {'verl.trainer.ppo.core_algos', 'verl_hadw.verl_adapter.estimators'} & set(sys.modules),
+      'verl_hadw.verl_adapter.entry_point' in sys.modules)
+""" + BATCH + """
 from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY
 from verl.utils.tracking import Tracking
 import verl.utils.tracking as tracking_module
 original = Tracking.log
-print('registered', 'hadw' in ADV_ESTIMATOR_REGISTRY and 'dgpo' in ADV_ESTIMATOR_REGISTRY)
+print('registered', 'hadw' in ADV_ESTIMATOR_REGISTRY and 'dgpo' in ADV_ESTIMATOR_REGISTRY,
+      getattr(ADV_ESTIMATOR_REGISTRY['gdpo'], 'verl_hadw_guard', False))
 compute_advantage(data, 'grpo', config=OmegaConf.create({'adv_estimator': 'grpo', 'norm_adv_by_std_in_grpo': True}))
 print('untouched_after_grpo', Tracking.log is original and Tracking.log.__module__ == tracking_module.__name__)
 compute_advantage(data, 'hadw', config=OmegaConf.create({'adv_estimator': 'hadw', 'norm_adv_by_std_in_grpo': True}))
 print('hooked_after_hadw', getattr(Tracking.log, '_verl_hadw_hook', False))
 """)
-    assert out.split() == ["registered", "True", "untouched_after_grpo", "True", "hooked_after_hadw", "True"]
+    assert out.split() == ["lazy", "True", "True", "registered", "True", "True", "untouched_after_grpo", "True",
+                           "hooked_after_hadw", "True"]
+
+
+def test_a_registration_that_fails_is_a_warning_and_verls_own_estimators_still_run():
+    """verl's plugin loader keeps a broken plugin from breaking ``import verl``; the registration, run when verl's
+    ``core_algos`` is imported, keeps it from breaking that import, and says so as a warning."""
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent("""
+import sys
+sys.modules['verl_hadw.verl_adapter.estimators'] = None  # importing it now raises ImportError
+import verl
+""" + BATCH + """
+from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY
+print('registered', 'hadw' in ADV_ESTIMATOR_REGISTRY)
+adv = compute_advantage(data, 'grpo', config=OmegaConf.create({'adv_estimator': 'grpo'})).batch['advantages']
+print('grpo', float(adv.abs().sum()) > 0)
+""")], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split() == ["registered", "False", "grpo", "True"]
+    assert "verl-hadw could not register hadw and dgpo in verl: ModuleNotFoundError" in proc.stderr
 
 
 def test_log_metrics_false_keeps_verl_untouched():
