@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,10 +112,10 @@ def load(result: dict):
 
 
 def main_ppo(ctx: Context, name: str, *overrides, expect_ok=True, experiment=None, attempts=3, small=True,
-             assets=None, python=None) -> dict:
+             assets=None, env=None) -> dict:
     """One ``main_ppo`` run with checkpoints in ``<root>/<name>``; tries again if Ray did not start. ``small=False``
-    keeps the demo's own batch (a run resumed from the demo's checkpoint); ``python``: another environment's
-    interpreter (default: this one)."""
+    keeps the demo's own batch (a run resumed from the demo's checkpoint); ``env``: variables on top of the run's
+    environment (verl 0.9.0's ``PYTHONPATH``)."""
     workdir = ctx.workdir(name)
     batch = small_batch(overrides) if small else []
 
@@ -125,7 +126,7 @@ def main_ppo(ctx: Context, name: str, *overrides, expect_ok=True, experiment=Non
                 assets or ctx.assets,
                 [f"trainer.experiment_name={experiment or name}", f"trainer.default_local_dir={workdir}", *batch,
                  *overrides],
-                cwd=str(workdir), on_line=gate, timeout=LAUNCH_TIMEOUT, python=python,
+                cwd=str(workdir), on_line=gate, timeout=LAUNCH_TIMEOUT, env=env,
             )
         finally:
             gate.release()
@@ -227,32 +228,41 @@ def mode_resumed(mode: str):
 
 
 # ----------------------------------------------------------------------------------------------- verl 0.9.0
-VERL090_PYTHON = "VERL_HADW_VERL090_PYTHON"  # the interpreter of an environment with verl 0.9.0 and this checkout
 V090_STEPS, V090_SAVE = 3, 2  # 3 steps, a checkpoint at step 2 (and at 3, the last); resumed from 2, trains 3
+V090_SITE = "verl090_site"
+_V090_LOCK = threading.Lock()
 
 
-def verl090_python() -> str:
-    """``$VERL_HADW_VERL090_PYTHON``: a Python whose environment has verl 0.9.0 and this checkout installed
-    (``pip install -c constraints-cpu.txt -e ".[verl,test]" "verl==0.9.0"``); the launches refuse anything else."""
+def verl090(ctx: Context) -> dict:
+    """The environment of verl 0.9.0 runs: ``PYTHONPATH`` starting at ``<root>/verl090_site``, where verl 0.9.0's
+    wheel is unpacked without dependencies, so every process of a run (Ray's workers inherit the variable) imports
+    verl 0.9.0 instead of this venv's 0.9.1, beside the same dependencies and this checkout. Built once per stage,
+    under a lock (launches run two at a time). Refused unless 0.9.0 is what a process then imports and ``pip check``
+    finds every requirement of verl 0.9.0 met here (0.9.0 and 0.9.1 declare the same ones)."""
     import subprocess
 
-    python = os.environ.get(VERL090_PYTHON)
-    if not python:
-        raise RuntimeError(f"set {VERL090_PYTHON} to the python of an environment with verl 0.9.0 and this checkout")
-    probe = ("import importlib.metadata as m, pathlib, verl_hadw; "
-             "print(m.version('verl'), pathlib.Path(verl_hadw.__file__).resolve().parents[1])")
-    out = subprocess.run([python, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
-    if out != ["0.9.0", str(ROOT)]:
-        raise RuntimeError(f"{VERL090_PYTHON}={python} has verl {out[0]} and verl_hadw from {out[1:]}: it needs verl "
-                           f"0.9.0 and this checkout ({ROOT}) installed editable")
-    return python
+    site = ctx.root / V090_SITE
+    env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
+    with _V090_LOCK:
+        if not (site / "verl-0.9.0.dist-info").is_dir():
+            pip = [sys.executable, "-m", "pip"]
+            subprocess.run([*pip, "install", "-q", "--no-deps", "--target", str(site), "verl==0.9.0"], check=True,
+                           capture_output=True)  # compiled: runs import it with PYTHONDONTWRITEBYTECODE set
+            both = {**os.environ, **env}
+            check = subprocess.run([*pip, "check"], env=both, capture_output=True, text=True)
+            probe = subprocess.run([sys.executable, "-c", "import verl; print(verl.__version__)"], env=both,
+                                   capture_output=True, text=True)
+            if check.returncode or probe.stdout.strip() != "0.9.0":
+                raise RuntimeError(f"verl 0.9.0 overlay in {site}: pip check says {check.stdout}{check.stderr}; a "
+                                   f"process imports verl {probe.stdout.strip() or probe.stderr[-2000:]}")
+    return env
 
 
 def v090_straight(ctx: Context) -> dict:
     """verl 0.9.0, v1 trainer, HA-DW (the demo config, which names the checkpoint callback 0.9.0 ignores): 3 steps,
     checkpoints (and anchor snapshots) at steps 2 and 3."""
     return main_ppo(ctx, "v090_straight", f"trainer.total_training_steps={V090_STEPS}",
-                    f"trainer.save_freq={V090_SAVE}", python=verl090_python())
+                    f"trainer.save_freq={V090_SAVE}", env=verl090(ctx))
 
 
 def v090_resumed(ctx: Context) -> dict:
@@ -260,7 +270,7 @@ def v090_resumed(ctx: Context) -> dict:
     checkpoint_copy(Path(ctx.result("v090_straight")["out"]), ctx.workdir("v090_resumed"), V090_SAVE)
     return main_ppo(ctx, "v090_resumed", f"trainer.total_training_steps={V090_STEPS}",
                     f"trainer.save_freq={V090_SAVE}", "trainer.resume_mode=auto", experiment="v090_straight",
-                    python=verl090_python())
+                    env=verl090(ctx))
 
 
 V090_SLIP = ["algorithm.adv_estimator=gdpo", "+algorithm.dgpo.temperature=2.0", "trainer.total_training_steps=1"]
@@ -271,13 +281,13 @@ def v090_gdpo_slip(ctx: Context) -> dict:
     removed): ``gdpo`` with an ``algorithm.dgpo`` option stops at its first advantage, before any update, with the
     did-you-mean message."""
     return main_ppo(ctx, "v090_gdpo_slip", *V090_SLIP, "~hydra.callbacks.verl_hadw", expect_ok=False,
-                    python=verl090_python())
+                    env=verl090(ctx))
 
 
 def v090_startup_check(ctx: Context) -> dict:
     """verl 0.9.0 with the demo config's Hydra start-up check: the same slip stops in main_ppo's own process, before
     Ray starts."""
-    return main_ppo(ctx, "v090_startup_check", *V090_SLIP, expect_ok=False, attempts=1, python=verl090_python())
+    return main_ppo(ctx, "v090_startup_check", *V090_SLIP, expect_ok=False, attempts=1, env=verl090(ctx))
 
 
 SMOKE_OVERRIDES = ["algorithm.adv_estimator=dgpo"]  # DGPO alone: the smoke run is also that estimator's v1 check

@@ -1,4 +1,5 @@
-"""``verl-hadw study``: the statistics on made-up runs (fast), and the quick mode through verl's main_ppo (slow)."""
+"""``verl-hadw study``: the statistics on made-up runs. Its quick mode through verl's main_ppo is tests/by_hand_e2e.py
+(by hand: CI's budget went to verl 0.9.0's cell)."""
 
 import csv
 import json
@@ -77,36 +78,6 @@ def test_the_study_sets_its_own_batch_whatever_the_demo_trains(tmp_path):
     assert "data.train_batch_size=16" in overrides and "actor_rollout_ref.actor.ppo_mini_batch_size=16" in overrides
     assert "actor_rollout_ref.actor.optim.lr=0.005" in overrides  # the study's lr, whatever the demo's
     assert "data.seed=3" in overrides and "trainer.total_training_steps=30" in overrides
-
-
-@pytest.mark.slow
-@pytest.mark.e2e("quick_study")
-def test_quick_study_through_main_ppo(e2e):
-    """``verl-hadw study --quick`` (the session's ``quick_study`` launch, tests/e2e_runs.py): hadw, then grpo at
-    HA-DW's measured Φ × lr, one seed, one step; rerunning skips both runs."""
-    from verl_hadw.cli import main
-
-    run = e2e.result("quick_study")
-    assert run.code == 0, run.output[-8000:]
-    out, docs = run.out, run.docs
-    plan = study.quick_plan(out)
-    phi = json.loads((plan.run_dir("grpo_lr_phi", 1) / "phi.json").read_text())
-    assert phi["phi"] == pytest.approx(study.measured_phi(plan)) and phi["phi"] > 0
-    overrides = json.loads((plan.run_dir("grpo_lr_phi", 1) / "overrides.json").read_text())
-    assert f"actor_rollout_ref.actor.optim.lr={phi['lr']:.6g}" in overrides
-    assert [o for o in overrides if o.startswith("actor_rollout_ref.actor.optim.lr=")] == [
-        f"actor_rollout_ref.actor.optim.lr={phi['lr']:.6g}"]  # one lr: the plan's times Φ
-    assert phi["lr"] == pytest.approx(plan.lr * phi["phi"])
-    assert "data.train_batch_size=8" in overrides  # the quick plan's batch
-    with open(docs / "val_accuracy.csv") as f:
-        rows = list(csv.DictReader(f))
-    assert {(r["method"], r["step"]) for r in rows} == {(m, str(s)) for m in ("hadw", "grpo_lr_phi") for s in (0, 1)}
-    assert {r["tier"] for r in rows} == {*TIERS, study.ALL}
-    assert all(0 <= float(r["val_accuracy"]) <= 1 for r in rows)
-    assert (docs / "curves.png").exists()
-    done = {m: (plan.run_dir(m, 1) / "DONE").stat().st_mtime for m in ("hadw", "grpo_lr_phi")}
-    assert main(["study", "--quick", "--out", str(out)]) == 0  # resumed: nothing left to run
-    assert {m: (plan.run_dir(m, 1) / "DONE").stat().st_mtime for m in done} == done
 
 
 def test_toy_rows_hold_the_tiers_in_equal_shares_one_data_source_each():

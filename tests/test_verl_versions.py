@@ -9,7 +9,7 @@
   absence is faked (``verl_support.has_checkpoint_callback``), so every check runs the 0.9.0 path through verl
   0.9.1's own ``compute_advantage`` and ``SkipManager``, which 0.9.0 shares (their code is identical); in an
   environment with verl 0.9.0 the same tests run it for real (``HOOK`` then has only the absent case), and
-  ``tests/verl090_e2e.py`` runs 0.9.0's real ``main_ppo``.
+  ``tests/test_verl090_e2e.py`` runs 0.9.0's real ``main_ppo``.
 """
 
 import importlib

@@ -109,11 +109,11 @@ def stream(cmd: list[str], cwd: str | None = None, env: dict | None = None, on_l
 
 
 def run(assets: str, overrides: list[str], cwd: str | None = None, on_line=None, timeout: float | None = None,
-        test_rows: int = 32, python: str | None = None):
+        test_rows: int = 32, python: str | None = None, env: dict | None = None):
     """Run main_ppo; returns (exit code, full output). ``on_line`` sees each output line as it arrives; ``timeout``
-    as in ``stream``; ``python`` as in ``command``."""
+    as in ``stream``; ``python`` as in ``command``; ``env``: variables set on top of the run's environment."""
     ensure_assets(assets, test_rows)
-    return stream(command(overrides, python=python), cwd, environment(assets), on_line, timeout)
+    return stream(command(overrides, python=python), cwd, {**environment(assets), **(env or {})}, on_line, timeout)
 
 
 TABLE = [  # (column, metric, format)
