@@ -34,7 +34,7 @@ from verl_hadw.verl_adapter.legacy_snapshots import SNAPSHOT_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
 PROMPTS = 8  # prompts per step in these runs
-MODES = ["colocate_async", "separate_async"]
+MODES = ["separate_async"]  # colocate_async: the smoke launch (DGPO alone, saved and resumed in that mode)
 LEGACY = ["trainer.use_v1=false", "trainer.save_freq=2"]
 DEMO_STEPS, DEMO_RESUME_FROM, DEMO_RESUMED = 30, 15, 3  # the demo saves at 15; the resumed run trains 16-18
 STRAIGHT, HALF = 3, 2  # legacy and async runs: 3 steps, checkpoints at 2 and 3 (verl saves the last), resumed from 2
@@ -290,7 +290,11 @@ def v090_startup_check(ctx: Context) -> dict:
     return main_ppo(ctx, "v090_startup_check", *V090_SLIP, expect_ok=False, attempts=1, env=verl090(ctx))
 
 
-SMOKE_OVERRIDES = ["algorithm.adv_estimator=dgpo"]  # DGPO alone: the smoke run is also that estimator's v1 check
+# DGPO alone, in verl's colocate_async mode (with what toy.modes adds for it: verl's own async replay buffer): the
+# smoke run is also DGPO's v1 check and the colocate_async check, a save and a resume in that mode included
+SMOKE_MODE = "colocate_async"
+SMOKE_OVERRIDES = ["algorithm.adv_estimator=dgpo", f"trainer.v1.trainer_mode={SMOKE_MODE}",
+                   "trainer.v1.sampler.custom_sampler.path=null", "trainer.v1.sampler.custom_sampler.name=null"]
 
 
 @dataclass
@@ -301,8 +305,8 @@ class SmokeRun:
 
 
 def smoke(ctx: Context) -> dict:
-    """``bash scripts/gpu_smoke.sh demo --cpu algorithm.adv_estimator=dgpo``: two real main_ppo runs (2 steps, saved;
-    resumed to 3), then the verdict."""
+    """``bash scripts/gpu_smoke.sh demo --cpu`` with ``SMOKE_OVERRIDES`` (DGPO, colocate_async): two real main_ppo
+    runs (2 steps, saved; resumed to 3), then the verdict."""
     out = ctx.workdir("smoke")
     env = dict(os.environ, VERL_HADW_PYTHON=sys.executable, VERL_HADW_SMOKE_DIR=str(out / "smoke"),
                SMOKE_STEPS=str(SMOKE_STEPS), SMOKE_RESUME_STEPS=str(SMOKE_RESUME_STEPS))

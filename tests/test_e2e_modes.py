@@ -10,10 +10,10 @@ estimator calls per training step.
 import json
 
 import pytest
-from e2e_runs import HALF, MODES, PROMPTS, RESUMED_MODES, STRAIGHT
+from e2e_runs import HALF, MODES, PROMPTS, RESUMED_MODES, SMOKE_MODE, SMOKE_RESUME_STEPS, SMOKE_STEPS, STRAIGHT
 
 from verl_hadw.core.anchor.file_format import STATE_FILE
-from verl_hadw.toy.launch import command
+from verl_hadw.toy.launch import command, parse_steps
 from verl_hadw.toy.modes import SEPARATE_SYNC_STEPS, mode_overrides, requested_mode
 
 HADW_METRICS = ["hadw/anchor_prior", "hadw/anchor_posterior", "hadw/batch_acc", "hadw/eta_t", "hadw/phi_mean"]
@@ -124,6 +124,28 @@ def test_async_mode_dgpo(mode, e2e):
         assert all(m in values for m in DGPO_METRICS), step
     assert all(v["dgpo/valid_groups"] + v["dgpo/zero_var_groups"] == PROMPTS for v in steps.values())
 
+
+
+@pytest.mark.slow
+@pytest.mark.e2e("smoke")
+def test_colocate_async_dgpo_saves_and_resumes(e2e):
+    """colocate_async is the smoke launch's mode (tests/e2e_runs.py's SMOKE_OVERRIDES): DGPO alone, steps 1-2 saved,
+    then resumed from the step-2 checkpoint to step 3. verl's async path ran, the resume restored its in-flight
+    prompts (TransferQueue), DGPO's metrics are on every step, and each step counts every group of its prompts once
+    (one estimator call a step in this mode)."""
+    smoke = e2e.result("smoke")
+    assert smoke.code == 0, smoke.output[-4000:]
+    train, resume = ((smoke.smoke / name).read_text() for name in ("train.log", "resume.log"))
+    assert all(f"'trainer_mode': '{SMOKE_MODE}'" in log for log in (train, resume))
+    assert "warmup prompts" in train  # verl's async path ran
+    assert "Restored" in resume and "training prompt groups from TransferQueue" in resume  # and its state resumed
+    first, second = parse_steps(train), parse_steps(resume)
+    assert sorted(first) == list(range(1, SMOKE_STEPS + 1))
+    assert sorted(second) == list(range(SMOKE_STEPS + 1, SMOKE_RESUME_STEPS + 1))
+    assert f"Resuming from {smoke.smoke / 'checkpoints' / f'global_step_{SMOKE_STEPS}'}" in resume
+    for step, values in {**first, **second}.items():
+        assert all(m in values for m in DGPO_METRICS), step
+        assert values["dgpo/valid_groups"] + values["dgpo/zero_var_groups"] == PROMPTS, step
 
 @pytest.mark.slow
 @pytest.mark.e2e("refused")

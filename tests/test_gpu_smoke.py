@@ -39,8 +39,9 @@ def _env(tmp_path, **extra):
 @pytest.mark.slow
 @pytest.mark.e2e("smoke")
 def test_script_on_cpu_toy_run_passes_every_check(e2e):
-    """``bash scripts/gpu_smoke.sh demo --cpu algorithm.adv_estimator=dgpo`` (the session's ``smoke`` launch,
-    tests/e2e_runs.py): two real main_ppo runs (2 steps, saved; resumed to 3), then the verdict: every check passes,
+    """``bash scripts/gpu_smoke.sh demo --cpu algorithm.adv_estimator=dgpo trainer.v1.trainer_mode=colocate_async ...``
+    (the session's ``smoke`` launch, tests/e2e_runs.py): two real main_ppo runs (2 steps, saved; resumed to 3), then
+    the verdict: every check passes,
     DGPO's metrics included. The verdict's HA-DW checks (anchor file, anchor resume) on a real run: the next test."""
     run = e2e.result("smoke")
     assert run.code == 0, run.output[-8000:]
