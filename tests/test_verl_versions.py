@@ -115,6 +115,7 @@ def test_real_verl_0_8_0_is_refused_where_a_user_meets_the_plugin(verl080):
     assert "refused: outside verl>=0.9.0,<0.10" in doctor.stdout
 
 
+@pytest.mark.slow  # the whole doctor in a subprocess (two fresh verl imports): 12 s of the quick loop
 def test_doctor_says_what_this_verl_supports():
     out = subprocess.run([sys.executable, "-m", "verl_hadw.cli", "doctor"], capture_output=True, text=True, cwd=ROOT)
     import verl
