@@ -242,12 +242,15 @@ def verl090(ctx: Context) -> dict:
     import subprocess
 
     site = ctx.root / V090_SITE
+    ready = ctx.root / f"{V090_SITE}.ok"  # written once the checks passed: a launch never uses an unchecked overlay
     env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
     with _V090_LOCK:
-        if not (site / "verl-0.9.0.dist-info").is_dir():
+        if not ready.exists():
             pip = [sys.executable, "-m", "pip"]
-            subprocess.run([*pip, "install", "-q", "--no-deps", "--target", str(site), "verl==0.9.0"], check=True,
-                           capture_output=True)  # compiled: runs import it with PYTHONDONTWRITEBYTECODE set
+            install = subprocess.run([*pip, "install", "-q", "--upgrade", "--no-deps", "--target", str(site),
+                                      "verl==0.9.0"], capture_output=True, text=True)  # compiled (.pyc) by pip
+            if install.returncode:
+                raise RuntimeError(f"verl 0.9.0 overlay in {site}: pip install failed\n{install.stderr[-3000:]}")
             both = {**os.environ, **env}
             check = subprocess.run([*pip, "check"], env=both, capture_output=True, text=True)
             probe = subprocess.run([sys.executable, "-c", "import verl; print(verl.__version__)"], env=both,
@@ -255,6 +258,7 @@ def verl090(ctx: Context) -> dict:
             if check.returncode or probe.stdout.strip() != "0.9.0":
                 raise RuntimeError(f"verl 0.9.0 overlay in {site}: pip check says {check.stdout}{check.stderr}; a "
                                    f"process imports verl {probe.stdout.strip() or probe.stderr[-2000:]}")
+            ready.write_text(probe.stdout)
     return env
 
 
