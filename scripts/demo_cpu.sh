@@ -7,7 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install_cpu.sh
-py="${VERL_HADW_VENV:-.venv}/bin/python"
+venv=${VERL_HADW_VENV:-.venv}
+source scripts/bytecode.sh  # .pyc on first import, under the venv
+py="$venv/bin/python"
 out=runs/demo
 # --demo: log, PNG and checkpoints (removed first: a fresh run, not a resume) in $out; experiment "demo", saves at 15, 30
 "$py" -m verl_hadw.toy.launch --assets runs/cpu_assets --demo "$out" -- "$@"

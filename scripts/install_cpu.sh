@@ -9,11 +9,10 @@ venv=${VERL_HADW_VENV:-.venv}
 stamp="$venv/.verl-hadw-install"
 want=$(cat setup.py constraints-cpu.txt | sha256sum | cut -c1-16)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  echo "[install] verl-hadw + verl 0.9.1 + CPU torch into $venv (about 2 minutes on a new machine)"
+  echo "[install] verl-hadw + verl 0.9.1 + CPU torch into $venv (about a minute on a new machine)"
   "$venv/bin/python" -m pip install -q -U pip
-  # pip compiles the ~20,000 modules' .pyc one file at a time (~70 s on one core); compileall does the same on
-  # every core. Files that do not compile are skipped, as pip skips them.
+  # --no-compile: pip would compile all ~20,000 modules' .pyc (~75 core-s); the runs import ~4,500 of them, and
+  # scripts/bytecode.sh lets Python write those on first import, under the venv
   "$venv/bin/python" -m pip install -q --no-compile -c constraints-cpu.txt -e ".[verl,repro,research,test,trl]"
-  "$venv/bin/python" -m compileall -qq -j 0 "$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" verl_hadw || true
   echo "$want" > "$stamp"
 fi

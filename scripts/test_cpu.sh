@@ -9,6 +9,7 @@ busy() { awk '/^cpu /{print $2+$3+$4+$7+$8}' /proc/stat; }  # jiffies the machin
 busy0=$(busy)
 bash scripts/install_cpu.sh
 venv=${VERL_HADW_VENV:-.venv}
+source scripts/bytecode.sh  # .pyc on first import, under the venv
 export WANDB_MODE=disabled TOKENIZERS_PARALLELISM=false HF_HUB_DISABLE_TELEMETRY=1  # no daemon thread phoning the Hub
 export PYTHONFAULTHANDLER=1  # a crash (even at interpreter exit) prints every thread's Python stack
 "$venv/bin/ruff" check .  # lint (pyproject.toml: line length 120, import order); ruff comes from the test extra

@@ -31,7 +31,7 @@ def test_verl_fails_without_the_patch_and_starts_with_it():
         from trl import AutoModelForCausalLMWithValueHead  # noqa: F401  (what verl's worker does next)
     before = monkey_patch.is_trl_available
     try:
-        patches._trl_without_value_head()
+        patches._trl_without_value_head(monkey_patch)
         assert monkey_patch.is_trl_available() is False
     finally:
         monkey_patch.is_trl_available = before

@@ -80,11 +80,19 @@ def is_supported(version: str | None) -> bool:
 def has_checkpoint_callback() -> bool:
     """Whether the installed verl has the checkpoint hook (``trainer.checkpoint_callback_class``; verl >= 0.9.1).
 
-    Told by the module's presence, not the version number, so a build between releases is read as it is."""
+    Told by the module's presence, not the version number, so a build between releases is read as it is. Looked up
+    as a file in verl's package folders: ``find_spec`` of a submodule would import ``verl.trainer.ppo``, hence verl
+    and torch (~5 core-seconds; ``verl-hadw doctor`` needs none of it)."""
     try:
-        return importlib.util.find_spec(CALLBACK_MODULE) is not None
+        spec = importlib.util.find_spec("verl")
     except (ImportError, ValueError):
         return False
+    relative = os.path.join(*CALLBACK_MODULE.split(".")[1:])
+    return spec is not None and any(
+        os.path.isfile(os.path.join(folder, relative + ".py"))
+        or os.path.isfile(os.path.join(folder, relative, "__init__.py"))
+        for folder in spec.submodule_search_locations or ()
+    )
 
 
 def unsupported_message(version: str | None) -> str:
