@@ -50,9 +50,11 @@ def launches_of(items) -> list[str]:
 @pytest.hookimpl(trylast=True)  # after -m / -k have deselected what will not run
 def pytest_collection_modifyitems(config, items):
     """The tests that read main_ppo launches (``@pytest.mark.e2e``) go last, so that the launches, started when the
-    session's first test runs (``_e2e_stage``), overlap every other test."""
+    session's first test runs (``_e2e_stage``), overlap every other test; before them the ``ray_driver`` tests, which
+    run in a child pytest started with the session's tests (``own_process.py``): it overlaps them too."""
     launches_of(items)  # an unknown launch name fails the collection
-    items.sort(key=lambda item: item.get_closest_marker("e2e") is not None)  # stable: the order within stays
+    items.sort(key=lambda item: (item.get_closest_marker("e2e") is not None,
+                                 item.get_closest_marker("ray_driver") is not None))  # stable: the order within stays
 
 
 class Stage:

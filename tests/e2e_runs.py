@@ -4,8 +4,10 @@ The tests name the launches they read with ``@pytest.mark.e2e("name", ...)`` and
 session's stage (``e2e_stage.py``, a process of its own started by conftest.py), which runs them in the background
 and writes each one's folder and record; ``load`` turns a record into what the tests read. One launch
 carries every check that can read it: the demo's 30-step run is the demo test, the v1 HA-DW checks, the source
-of the exact-resume run and (with that run) the smoke verdict's HA-DW checks; the GPU smoke script's CPU run trains
-DGPO alone, so it is also the v1 check of that estimator; the async runs train HA-DW over DGPO.
+of the exact-resume run and (with that run) the smoke verdict's HA-DW checks on a long run; the GPU smoke script's
+CPU run trains HA-DW over DGPO in ``separate_async``, saved and resumed, so it is also that mode's check (the anchor
+once a step over its K estimator calls, across the resume) and DGPO's as HA-DW's base; ``colocate_dgpo`` trains DGPO
+alone in ``colocate_async``.
 
 The runs use the demo's config at 8 prompts a step (today also the demo's batch), set here so that these tests,
 which check plumbing (metrics, anchor files, exact resume), keep their cost if the demo's batch changes.
@@ -29,17 +31,15 @@ from e2e_stage import RAY_STARTED, Context, Launch
 
 from verl_hadw.core.anchor.file_format import STATE_FILE
 from verl_hadw.toy.launch import parse_steps, run, stream
-from verl_hadw.toy.modes import requested_mode
+from verl_hadw.toy.modes import SEPARATE_SYNC_STEPS, requested_mode
 from verl_hadw.verl_adapter.legacy_snapshots import SNAPSHOT_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
 PROMPTS = 8  # prompts per step in these runs
-MODES = ["separate_async"]  # colocate_async: the smoke launch (DGPO alone, saved and resumed in that mode)
 LEGACY = ["trainer.use_v1=false", "trainer.save_freq=2"]
 DEMO_STEPS, DEMO_RESUME_FROM, DEMO_RESUMED = 30, 15, 3  # the demo saves at 15; the resumed run trains 16-18
-STRAIGHT, HALF = 3, 2  # legacy and async runs: 3 steps, checkpoints at 2 and 3 (verl saves the last), resumed from 2
-RESUMED_MODES = ["separate_async"]  # resumed; colocate_async resumes as the sync demo does (one call a step)
-SMOKE_STEPS, SMOKE_RESUME_STEPS = 2, 3
+STRAIGHT, HALF = 3, 2  # legacy runs: 3 steps, checkpoints at 2 and 3 (verl saves the last), resumed from 2
+SMOKE_STEPS, SMOKE_RESUME_STEPS = 2, 3  # the smoke launch: steps 1-2 saved at 2, then resumed to 3
 LAUNCH_TIMEOUT = 1800  # seconds: a hung launch is killed (the slowest takes about 4 min here)
 
 
@@ -204,29 +204,6 @@ def legacy_resumed(ctx: Context) -> dict:
                     "trainer.resume_mode=auto", experiment="legacy_straight")
 
 
-ASYNC_BASE = "+algorithm.hadw.base=dgpo"  # HA-DW over DGPO: the async runs also carry DGPO's checks in the mode
-
-
-def mode_straight(mode: str):
-    def launch(ctx: Context) -> dict:
-        """The uninterrupted run of the mode: 3 steps of HA-DW over DGPO, checkpoints at steps 2 and 3."""
-        return main_ppo(ctx, f"{mode}_straight", f"trainer.v1.trainer_mode={mode}", ASYNC_BASE,
-                        f"trainer.total_training_steps={STRAIGHT}", f"trainer.save_freq={HALF}")
-
-    return launch
-
-
-def mode_resumed(mode: str):
-    def launch(ctx: Context) -> dict:
-        """Resumed from the mode's uninterrupted run's step-2 checkpoint."""
-        checkpoint_copy(Path(ctx.result(f"{mode}_straight")["out"]), ctx.workdir(f"{mode}_resumed"), HALF)
-        return main_ppo(ctx, f"{mode}_resumed", f"trainer.v1.trainer_mode={mode}", ASYNC_BASE,
-                        f"trainer.save_freq={HALF}", f"trainer.total_training_steps={STRAIGHT}",
-                        "trainer.resume_mode=auto", experiment=f"{mode}_straight")
-
-    return launch
-
-
 # ----------------------------------------------------------------------------------------------- verl 0.9.0
 V090_STEPS, V090_SAVE = 3, 2  # 3 steps, a checkpoint at step 2 (and at 3, the last); resumed from 2, trains 3
 V090_SITE = "verl090_site"
@@ -294,11 +271,21 @@ def v090_startup_check(ctx: Context) -> dict:
     return main_ppo(ctx, "v090_startup_check", *V090_SLIP, expect_ok=False, attempts=1, env=verl090(ctx))
 
 
-# DGPO alone, in verl's colocate_async mode (with what toy.modes adds for it: verl's own async replay buffer): the
-# smoke run is also DGPO's v1 check and the colocate_async check, a save and a resume in that mode included
-SMOKE_MODE = "colocate_async"
-SMOKE_OVERRIDES = ["algorithm.adv_estimator=dgpo", f"trainer.v1.trainer_mode={SMOKE_MODE}",
-                   "trainer.v1.sampler.custom_sampler.path=null", "trainer.v1.sampler.custom_sampler.name=null"]
+# The smoke launch is also the separate_async launch: HA-DW over DGPO (the async runs' DGPO checks ride with HA-DW's),
+# each step split into SEPARATE_SYNC_STEPS estimator calls, saved at step 2 and resumed to step 3 (verl restores its
+# in-flight prompts from TransferQueue). Its mini-batch: the mode's (gpu_smoke.sh sets one for the whole step).
+SMOKE_MODE = "separate_async"
+ASYNC_BASE = "+algorithm.hadw.base=dgpo"
+SMOKE_OVERRIDES = [f"trainer.v1.trainer_mode={SMOKE_MODE}", ASYNC_BASE,
+                   f"actor_rollout_ref.actor.ppo_mini_batch_size={PROMPTS // SEPARATE_SYNC_STEPS}"]
+# DGPO alone, in verl's colocate_async mode: its own v1 check (no anchor, the estimator recorded in each checkpoint)
+COLOCATE_DGPO = ["algorithm.adv_estimator=dgpo", "trainer.v1.trainer_mode=colocate_async",
+                 f"trainer.total_training_steps={HALF}", f"trainer.save_freq={HALF}"]
+
+
+def colocate_dgpo(ctx: Context) -> dict:
+    """DGPO alone in ``colocate_async``: 2 steps, a checkpoint at step 2."""
+    return main_ppo(ctx, "colocate_dgpo", *COLOCATE_DGPO)
 
 
 @dataclass
@@ -309,11 +296,11 @@ class SmokeRun:
 
 
 def smoke(ctx: Context) -> dict:
-    """``bash scripts/gpu_smoke.sh demo --cpu`` with ``SMOKE_OVERRIDES`` (DGPO, colocate_async): two real main_ppo
-    runs (2 steps, saved; resumed to 3), then the verdict."""
+    """``bash scripts/gpu_smoke.sh demo --cpu`` with ``SMOKE_OVERRIDES`` (HA-DW over DGPO, separate_async): two real
+    main_ppo runs (2 steps, saved; resumed to 3), then the verdict."""
     out = ctx.workdir("smoke")
     env = dict(os.environ, VERL_HADW_PYTHON=sys.executable, VERL_HADW_SMOKE_DIR=str(out / "smoke"),
-               SMOKE_STEPS=str(SMOKE_STEPS), SMOKE_RESUME_STEPS=str(SMOKE_RESUME_STEPS))
+               SMOKE_STEPS=str(SMOKE_STEPS), SMOKE_RESUME_STEPS=str(SMOKE_RESUME_STEPS), SMOKE_BATCH=str(PROMPTS))
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
     env.pop("VERL_HADW_CONFIGS", None)
     code, output = subprocess_lines(ctx, ["bash", str(ROOT / "scripts" / "gpu_smoke.sh"), "demo", "--cpu",
@@ -372,9 +359,8 @@ LAUNCHES: dict[str, Launch] = {
         Launch("refused", refused, cost=20),
         Launch("legacy_straight", legacy_straight, cost=50),
         Launch("legacy_resumed", legacy_resumed, after="legacy_straight", cost=45),
-        *(Launch(f"{m}_straight", mode_straight(m), cost=80) for m in MODES),
-        *(Launch(f"{m}_resumed", mode_resumed(m), after=f"{m}_straight", cost=70) for m in RESUMED_MODES),
-        Launch("smoke", smoke, cost=100),
+        Launch("colocate_dgpo", colocate_dgpo, cost=50),
+        Launch("smoke", smoke, cost=130),
         Launch("quick_study", quick_study, cost=110),
         Launch("gpu_resolve", command("gpu_resolve", "bash", str(ROOT / "scripts" / "install_gpu.sh"),
                                       "--resolve-only"), cost=60),

@@ -4,8 +4,9 @@ Why: ``ray.shutdown()`` leaves Ray's GCS-client I/O thread and gRPC's threads (`
 ``grpc_global_tim``, ``event_engine``, ``default-executo``, ``resolver-execut``, ``timer_manager``) running in the
 process that called ``ray.init()``. At interpreter exit they run on while the libraries' static objects are torn
 down, the class of crash behind a suite that passed every test and exited 139 (a thread jumping into freed memory).
-So the session's own process never starts a Ray driver: the first ``ray_driver`` test of the session runs all of
-them in one child pytest, which reports every test back (pytest's own report serialisation, as pytest-xdist does)
+So the session's own process never starts a Ray driver: all ``ray_driver`` tests of the session run in one child
+pytest, started as the session's tests begin and running beside them (they come last in the session's order),
+which reports every test back (pytest's own report serialisation, as pytest-xdist does)
 and then ends without the interpreter's teardown (``os._exit`` with its pytest status: Ray's threads die with it).
 The parent reports each test as the child ran it: pass, failure with its traceback, duration. A child that dies
 before it reported a test fails that test with the child's output tail.
@@ -20,6 +21,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -99,23 +101,56 @@ def pytest_unconfigure(config):
 
 
 # ---------------------------------------------------------------------------------------------- the parent
-def _run_child(session) -> dict[str, list]:
-    """Run every selected ``ray_driver`` test in one child pytest; its reports by test id."""
+def _start_child(session) -> dict | None:
+    """Start every selected ``ray_driver`` test in one child pytest, at once (``pytest_runtestloop``): it runs beside
+    the session's other tests and launches, and the session orders the ``ray_driver`` tests after the others
+    (conftest.py), so their reports are usually there when they are reached and no core idles at the end."""
     items = [i for i in session.items if i.get_closest_marker("ray_driver") is not None]
-    with tempfile.TemporaryDirectory() as tmp:
-        reports, log = Path(tmp) / "reports.jsonl", Path(tmp) / "child.log"
-        root = session.config.rootpath
-        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(root),
-               *(i.nodeid for i in items)]
-        env = dict(os.environ, **{CHILD: str(reports)})
-        with open(log, "w") as out:
-            proc = subprocess.run(cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                  timeout=CHILD_TIMEOUT)
-        by_id: dict[str, list] = {}
-        for line in reports.read_text().splitlines() if reports.exists() else []:
-            report = session.config.hook.pytest_report_from_serializable(config=session.config, data=json.loads(line))
-            by_id.setdefault(report.nodeid, []).append(report)
-        return {"reports": by_id, "code": proc.returncode, "tail": log.read_text()[-6000:]}
+    if not items or os.environ.get(CHILD) or session.config.option.collectonly:
+        return None
+    tmp = tempfile.TemporaryDirectory()
+    reports, log = Path(tmp.name) / "reports.jsonl", Path(tmp.name) / "child.log"
+    root = session.config.rootpath
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(root),
+           *(i.nodeid for i in items)]
+    env = dict(os.environ, **{CHILD: str(reports)})
+    out = open(log, "w")
+    proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT)
+    return {"proc": proc, "tmp": tmp, "out": out, "reports_path": reports, "log": log, "began": time.monotonic()}
+
+
+def _finish_child(session, child: dict) -> dict[str, list]:
+    """Wait for the child (at most ``CHILD_TIMEOUT`` from its start); its reports by test id."""
+    proc = child["proc"]
+    try:
+        proc.wait(timeout=max(1.0, CHILD_TIMEOUT - (time.monotonic() - child["began"])))
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    child["out"].close()
+    by_id: dict[str, list] = {}
+    path = child["reports_path"]
+    for line in path.read_text().splitlines() if path.exists() else []:
+        report = session.config.hook.pytest_report_from_serializable(config=session.config, data=json.loads(line))
+        by_id.setdefault(report.nodeid, []).append(report)
+    tail = child["log"].read_text()[-6000:]
+    child["tmp"].cleanup()
+    return {"reports": by_id, "code": proc.returncode, "tail": tail}
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtestloop(session):
+    state = session.config.stash[_STATE]
+    state["child"] = _start_child(session)
+    try:
+        yield
+    finally:
+        child = state.get("child")
+        if child is not None and child["proc"].poll() is None:  # the session ended before it read the child
+            child["proc"].kill()
+            child["proc"].wait()
+            child["out"].close()
+            child["tmp"].cleanup()
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -124,7 +159,7 @@ def pytest_runtest_protocol(item, nextitem):
         return None
     state = item.config.stash[_STATE]
     if state["reports"] is None:
-        state["reports"] = _run_child(item.session)
+        state["reports"] = _finish_child(item.session, state.pop("child"))
     child = state["reports"]
     item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
     reports = child["reports"].get(item.nodeid)

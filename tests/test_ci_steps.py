@@ -36,9 +36,20 @@ def run_script(repo: Path, *args: str, venv: Path | None = None) -> subprocess.C
                           timeout=900)
 
 
+def install_stamp(root: Path) -> str:
+    """What ``scripts/install_cpu.sh`` writes once it installed: a hash of setup.py and the constraints."""
+    import hashlib
+
+    data = (root / "setup.py").read_bytes() + (root / "constraints-cpu.txt").read_bytes()
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
 @pytest.fixture
 def repo(tmp_path):
     assert VENV is not None and (VENV / ".verl-hadw-install").exists(), "run from scripts/test_cpu.sh's venv"
+    # the copy's script would otherwise reinstall into this venv, pointing its editable install at the copy
+    assert (VENV / ".verl-hadw-install").read_text().strip() == install_stamp(ROOT), (
+        f"{VENV} was installed from another setup.py or constraints: run bash scripts/install_cpu.sh first")
     return checkout_copy(tmp_path)
 
 

@@ -6,15 +6,16 @@ passes ``configs/cpu/demo.yaml``); assertions read verl's own console log lines.
 without Ray, the pieces that make a CPU run deterministic.
 """
 
+import json
 import os
 import random
 import subprocess
 import sys
 
 import pytest
-from e2e_runs import DEMO_RESUME_FROM, DEMO_RESUMED, DEMO_STEPS, SMOKE_STEPS
+from e2e_runs import DEMO_RESUME_FROM, DEMO_RESUMED, DEMO_STEPS, HALF
 
-from verl_hadw.toy.launch import parse_steps, stable_metrics
+from verl_hadw.toy.launch import stable_metrics
 
 pytestmark = pytest.mark.slow
 
@@ -232,16 +233,16 @@ def test_v1_hadw(e2e):
     assert steps[1]["training/rollout_probs_diff_max"] < 1e-2  # the hfcpu rollout samples the actor's weights
 
 
-@pytest.mark.e2e("smoke")
+@pytest.mark.e2e("colocate_dgpo")
 def test_v1_dgpo(e2e):
-    """The GPU smoke script's CPU run trains DGPO alone (``algorithm.adv_estimator=dgpo``, tests/e2e_runs.py): its
-    metrics on each of its first run's steps, no HA-DW metric. HA-DW over DGPO: the async runs
-    (test_e2e_modes.py::test_async_mode_dgpo, and the anchor's checks there)."""
-    smoke = e2e.result("smoke")
-    assert smoke.code == 0, smoke.output[-4000:]
-    steps = parse_steps((smoke.smoke / "train.log").read_text())
-    assert_step_lines(steps, SMOKE_STEPS, DGPO_METRICS)
-    assert not any(k.startswith("hadw/") for values in steps.values() for k in values)
+    """DGPO alone through the v1 trainer (``algorithm.adv_estimator=dgpo``, the ``colocate_dgpo`` launch,
+    tests/e2e_runs.py): its metrics on each step, no HA-DW metric, and the callback records the estimator in each
+    checkpoint (a resume under hadw is refused). HA-DW over DGPO: the smoke launch (test_e2e_modes.py)."""
+    run = e2e.result("colocate_dgpo")
+    assert_step_lines(run.steps, HALF, DGPO_METRICS)
+    assert not any(k.startswith("hadw/") for values in run.steps.values() for k in values)
+    saved = json.loads((run.out / f"global_step_{HALF}" / "verl_hadw_anchor.json").read_text())
+    assert saved["state"] is None and saved["options"]["algorithm.adv_estimator"] == "dgpo"
 
 
 @pytest.mark.e2e("demo", "demo_resumed")

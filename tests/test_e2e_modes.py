@@ -1,16 +1,17 @@
 """End to end: verl's v1 async trainer modes and DAPO's dynamic sampling through the real ``main_ppo`` on CPU.
 
-Each run (the session's launches ``<mode>_straight`` and ``<mode>_resumed``, HA-DW over DGPO, and
-``refused``, tests/e2e_runs.py) is what ``bash scripts/demo_cpu.sh trainer.v1.trainer_mode=<mode>`` runs
-(``verl_hadw.toy.launch`` adds what the mode needs, ``verl_hadw.toy.modes``), at 8 prompts a step; assertions read
-verl's console log and the anchor files verl's checkpoints carry. ``separate_async`` makes SEPARATE_SYNC_STEPS
-estimator calls per training step.
+``separate_async`` rides on the GPU smoke script's CPU run (the session's ``smoke`` launch, tests/e2e_runs.py: HA-DW
+over DGPO, steps 1-2 saved at 2, then resumed to 3); ``colocate_async`` on ``colocate_dgpo`` (DGPO alone, 2 steps);
+``refused`` is one start with two start-up problems. Each is what ``bash scripts/demo_cpu.sh
+trainer.v1.trainer_mode=<mode>`` runs (``verl_hadw.toy.launch`` adds what the mode needs, ``verl_hadw.toy.modes``),
+at 8 prompts a step; assertions read verl's console log and the anchor files verl's checkpoints carry.
+``separate_async`` makes SEPARATE_SYNC_STEPS estimator calls per training step.
 """
 
 import json
 
 import pytest
-from e2e_runs import HALF, MODES, PROMPTS, RESUMED_MODES, SMOKE_MODE, SMOKE_RESUME_STEPS, SMOKE_STEPS, STRAIGHT
+from e2e_runs import HALF, PROMPTS, SMOKE_MODE, SMOKE_RESUME_STEPS, SMOKE_STEPS
 
 from verl_hadw.core.anchor.file_format import STATE_FILE
 from verl_hadw.toy.launch import command, parse_steps
@@ -54,8 +55,8 @@ def test_separate_async_gets_a_rollout_pool_a_cpu_weight_sync_and_a_consistent_m
 
 
 # ------------------------------------------------------------------------------------------- main_ppo runs
-def anchor_file(run, step) -> dict:
-    return json.loads((run.out / f"global_step_{step}" / STATE_FILE).read_text())
+def anchor_file(checkpoints, step) -> dict:
+    return json.loads((checkpoints / f"global_step_{step}" / STATE_FILE).read_text())
 
 
 def assert_anchor_steps(steps, first, last):
@@ -78,74 +79,75 @@ def assert_saved_anchor(saved, step, mode, batch_acc):
     assert state["correct"] / state["count"] == batch_acc
 
 
-@pytest.mark.slow
-@pytest.mark.e2e(*(f"{m}_straight" for m in MODES))
-@pytest.mark.parametrize("mode", MODES)
-def test_async_mode_hadw_advances_the_anchor_once_per_step(mode, e2e):
-    run = e2e.result(f"{mode}_straight")
-    assert f"'trainer_mode': '{mode}'" in run.log and "warmup prompts" in run.log  # verl's async path ran
-    assert_anchor_steps(run.steps, 1, STRAIGHT)
-    for step in (HALF, STRAIGHT):
-        assert_saved_anchor(anchor_file(run, step), step, mode, run.steps[step]["hadw/batch_acc"])
-
-
-@pytest.mark.slow
-@pytest.mark.e2e(*(f"{m}_{kind}" for m in RESUMED_MODES for kind in ("straight", "resumed")))
-@pytest.mark.parametrize("mode", RESUMED_MODES)
-def test_async_mode_resume_continues_the_anchor(mode, e2e):
-    """Resumed from the uninterrupted run's step-2 checkpoint: the anchor continues exactly where it was saved.
-    The later steps' rollouts are not those of the uninterrupted run (an async batch depends on rollout timing,
-    and verl restores the in-flight prompts, not the generation); the docs' verl-on-CPU page says what resumes
-    in these modes. separate_async only (its K calls a step, its rollout pool, TransferQueue's in-flight prompts):
-    colocate_async calls the estimator once a step, and that resume is the sync demo's (test_e2e_cpu.py's
-    test_resume_continues_the_run_exactly, bit for bit)."""
-    reference, resumed = e2e.result(f"{mode}_straight"), e2e.result(f"{mode}_resumed")
-    assert_anchor_steps(resumed.steps, HALF + 1, STRAIGHT)
-    # the anchor continues where the saved one stopped: step N/2+1's prior is step N/2's posterior
-    assert resumed.steps[HALF + 1]["hadw/anchor_prior"] == reference.steps[HALF]["hadw/anchor_posterior"]
-    assert_saved_anchor(anchor_file(resumed, STRAIGHT), STRAIGHT, mode, resumed.steps[STRAIGHT]["hadw/batch_acc"])
-    # verl restored its async state: the in-flight prompts of the checkpoint (TransferQueue)
-    assert (resumed.out / f"global_step_{HALF}" / "transfer_queue").is_dir()
-    assert "Restored" in resumed.log and "prompt groups from TransferQueue" in resumed.log
-
-
-@pytest.mark.slow
-@pytest.mark.e2e(*(f"{m}_straight" for m in MODES))
-@pytest.mark.parametrize("mode", MODES)
-def test_async_mode_dgpo(mode, e2e):
-    """The async runs train HA-DW over DGPO (tests/e2e_runs.py's ASYNC_BASE): DGPO's metrics on every step, and the
-    K calls of a separate_async step add up, every group of the step counted once. DGPO alone files its K calls under
-    the same trainer step (``steps.stateless_step``: test_verl_integration.py's
-    test_dgpo_alone_files_the_k_calls_of_a_trainer_step_under_that_step) and logs no HA-DW metric (the sync
-    ``smoke`` launch, test_e2e_cpu.py::test_v1_dgpo)."""
-    steps = e2e.result(f"{mode}_straight").steps
-    assert sorted(steps) == list(range(1, STRAIGHT + 1))
-    for step, values in steps.items():
-        assert all(m in values for m in DGPO_METRICS), step
-    assert all(v["dgpo/valid_groups"] + v["dgpo/zero_var_groups"] == PROMPTS for v in steps.values())
-
+def smoke_phases(e2e):
+    """The smoke launch's two runs: (folder, train log, resume log, train steps, resume steps)."""
+    smoke = e2e.result("smoke")
+    assert smoke.code == 0, smoke.output[-4000:]
+    train, resume = ((smoke.smoke / name).read_text() for name in ("train.log", "resume.log"))
+    return smoke.smoke, train, resume, parse_steps(train), parse_steps(resume)
 
 
 @pytest.mark.slow
 @pytest.mark.e2e("smoke")
-def test_colocate_async_dgpo_saves_and_resumes(e2e):
-    """colocate_async is the smoke launch's mode (tests/e2e_runs.py's SMOKE_OVERRIDES): DGPO alone, steps 1-2 saved,
-    then resumed from the step-2 checkpoint to step 3. verl's async path ran, the resume restored its in-flight
-    prompts (TransferQueue), DGPO's metrics are on every step, and each step counts every group of its prompts once
-    (one estimator call a step in this mode)."""
-    smoke = e2e.result("smoke")
-    assert smoke.code == 0, smoke.output[-4000:]
-    train, resume = ((smoke.smoke / name).read_text() for name in ("train.log", "resume.log"))
-    assert all(f"'trainer_mode': '{SMOKE_MODE}'" in log for log in (train, resume))
-    assert "warmup prompts" in train  # verl's async path ran
-    assert "Restored" in resume and "training prompt groups from TransferQueue" in resume  # and its state resumed
-    first, second = parse_steps(train), parse_steps(resume)
-    assert sorted(first) == list(range(1, SMOKE_STEPS + 1))
-    assert sorted(second) == list(range(SMOKE_STEPS + 1, SMOKE_RESUME_STEPS + 1))
-    assert f"Resuming from {smoke.smoke / 'checkpoints' / f'global_step_{SMOKE_STEPS}'}" in resume
-    for step, values in {**first, **second}.items():
+def test_separate_async_hadw_advances_the_anchor_once_per_step(e2e):
+    """Steps 1-2 of the smoke's first run, in separate_async: verl's async path ran, one anchor step per training
+    step over its K calls, and the anchor file of the step-2 checkpoint holds both calls of that step."""
+    folder, train, _, first, _ = smoke_phases(e2e)
+    assert f"'trainer_mode': '{SMOKE_MODE}'" in train and "warmup prompts" in train  # verl's async path ran
+    assert_anchor_steps(first, 1, SMOKE_STEPS)
+    saved = anchor_file(folder / "checkpoints", SMOKE_STEPS)
+    assert_saved_anchor(saved, SMOKE_STEPS, SMOKE_MODE, first[SMOKE_STEPS]["hadw/batch_acc"])
+
+
+@pytest.mark.slow
+@pytest.mark.e2e("smoke")
+def test_separate_async_resume_continues_the_anchor(e2e):
+    """Resumed from the step-2 checkpoint (the smoke's second run): the anchor continues exactly where it was saved.
+    The later steps' rollouts are not those of an uninterrupted run (an async batch depends on rollout timing, and
+    verl restores the in-flight prompts, not the generation); the docs' verl-on-CPU page says what resumes in these
+    modes. colocate_async calls the estimator once a step, and that resume is the sync demo's (test_e2e_cpu.py's
+    test_resume_continues_the_run_exactly, bit for bit)."""
+    folder, _, resume, first, second = smoke_phases(e2e)
+    assert f"'trainer_mode': '{SMOKE_MODE}'" in resume
+    assert f"Resuming from {folder / 'checkpoints' / f'global_step_{SMOKE_STEPS}'}" in resume
+    assert_anchor_steps(second, SMOKE_STEPS + 1, SMOKE_RESUME_STEPS)
+    # the anchor continues where the saved one stopped: step 3's prior is step 2's posterior
+    assert second[SMOKE_STEPS + 1]["hadw/anchor_prior"] == first[SMOKE_STEPS]["hadw/anchor_posterior"]
+    saved = anchor_file(folder / "checkpoints", SMOKE_RESUME_STEPS)
+    assert_saved_anchor(saved, SMOKE_RESUME_STEPS, SMOKE_MODE, second[SMOKE_RESUME_STEPS]["hadw/batch_acc"])
+    # verl restored its async state: the in-flight prompts of the checkpoint (TransferQueue)
+    assert (folder / "checkpoints" / f"global_step_{SMOKE_STEPS}" / "transfer_queue").is_dir()
+    assert "Restored" in resume and "prompt groups from TransferQueue" in resume
+
+
+@pytest.mark.slow
+@pytest.mark.e2e("smoke")
+def test_separate_async_dgpo(e2e):
+    """The smoke runs train HA-DW over DGPO (tests/e2e_runs.py's ASYNC_BASE): DGPO's metrics on every step, and the
+    K calls of a separate_async step add up, every group of the step counted once. DGPO alone files its K calls under
+    the same trainer step (``steps.stateless_step``: test_verl_integration.py's
+    test_dgpo_alone_files_the_k_calls_of_a_trainer_step_under_that_step) and logs no HA-DW metric (the
+    ``colocate_dgpo`` launch, test_e2e_cpu.py::test_v1_dgpo)."""
+    _, _, _, first, second = smoke_phases(e2e)
+    steps = {**first, **second}
+    assert sorted(steps) == list(range(1, SMOKE_RESUME_STEPS + 1))
+    for step, values in steps.items():
         assert all(m in values for m in DGPO_METRICS), step
         assert values["dgpo/valid_groups"] + values["dgpo/zero_var_groups"] == PROMPTS, step
+
+
+@pytest.mark.slow
+@pytest.mark.e2e("colocate_dgpo")
+def test_colocate_async_dgpo(e2e):
+    """DGPO alone in colocate_async (the ``colocate_dgpo`` launch): verl's async path ran, DGPO's metrics are on every
+    step, and each step counts every group of its prompts once (one estimator call a step in this mode)."""
+    run = e2e.result("colocate_dgpo")
+    assert "'trainer_mode': 'colocate_async'" in run.log and "warmup prompts" in run.log  # verl's async path ran
+    assert sorted(run.steps) == list(range(1, HALF + 1))
+    for step, values in run.steps.items():
+        assert all(m in values for m in DGPO_METRICS), step
+        assert values["dgpo/valid_groups"] + values["dgpo/zero_var_groups"] == PROMPTS, step
+
 
 @pytest.mark.slow
 @pytest.mark.e2e("refused")

@@ -39,23 +39,22 @@ def _env(tmp_path, **extra):
 @pytest.mark.slow
 @pytest.mark.e2e("smoke")
 def test_script_on_cpu_toy_run_passes_every_check(e2e):
-    """``bash scripts/gpu_smoke.sh demo --cpu algorithm.adv_estimator=dgpo trainer.v1.trainer_mode=colocate_async ...``
+    """``bash scripts/gpu_smoke.sh demo --cpu trainer.v1.trainer_mode=separate_async +algorithm.hadw.base=dgpo ...``
     (the session's ``smoke`` launch, tests/e2e_runs.py): two real main_ppo runs (2 steps, saved; resumed to 3), then
-    the verdict: every check passes,
-    DGPO's metrics included. The verdict's HA-DW checks (anchor file, anchor resume) on a real run: the next test."""
+    the verdict: every check passes, the anchor's (its file in each checkpoint, step 3's prior continuing the anchor
+    saved at step 2) and DGPO's metrics included. On the demo's 15 + 3 steps: the next test."""
     run = e2e.result("smoke")
     assert run.code == 0, run.output[-8000:]
     verdict = (run.smoke / "verdict.txt").read_text()
     assert verdict.splitlines()[-1].startswith("smoke verdict: PASS")
     status = {line.split()[1]: line.split()[0] for line in verdict.splitlines()[:-1]}
     assert status == {"steps": "PASS", "metrics": "PASS", "reward": "PASS", "truncation": "PASS",
-                      "checkpoint": "PASS", "stop": "PASS"}
-    assert "resumed at 3..3" in verdict and "turns end with <|im_end|>" in verdict
-    assert "(no anchor: estimator dgpo)" in verdict
-    assert "dgpo/valid_groups" in (run.smoke / "train.log").read_text()  # the verdict read DGPO's metrics
-    for step in (2, 3):  # the callback records the estimator in each checkpoint (a resume under hadw is refused)
+                      "checkpoint": "PASS", "anchor": "PASS", "stop": "PASS"}, verdict
+    assert "resumed at 3..3" in verdict and "step 3 prior" in verdict and "turns end with <|im_end|>" in verdict
+    assert "dgpo/valid_groups" in (run.smoke / "train.log").read_text()  # HA-DW's base: DGPO's metrics logged
+    for step in (2, 3):  # the anchor (and the options it was trained with) in each checkpoint
         saved = json.loads((run.smoke / "checkpoints" / f"global_step_{step}" / "verl_hadw_anchor.json").read_text())
-        assert saved["state"] is None and saved["options"]["algorithm.adv_estimator"] == "dgpo"
+        assert saved["state"]["open_step"] == step and saved["options"]["algorithm.hadw.base"] == "dgpo"
 
 
 @pytest.mark.slow

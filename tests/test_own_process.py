@@ -13,9 +13,12 @@ pytestmark = pytest.mark.slow  # two pytest processes, a Ray start
 
 PLANTED = '''
 import os
+import time
 
 import pytest
 import ray
+
+MARK = os.path.join(os.path.dirname(__file__), "child_ran")
 
 
 def start_and_stop_ray():
@@ -23,9 +26,17 @@ def start_and_stop_ray():
     ray.shutdown()
 
 
+def test_in_the_parent_while_the_child_runs():  # first in the file: it passes only if the child runs meanwhile
+    deadline = time.monotonic() + 300
+    while not os.path.exists(MARK):
+        assert time.monotonic() < deadline, "the child pytest did not run beside the session's other tests"
+        time.sleep(0.2)
+
+
 @pytest.mark.ray_driver
 def test_in_the_child_passes():
     assert os.environ.get("VERL_HADW_OWN_PROCESS_REPORTS")  # it ran in the child
+    open(MARK, "w").close()
 
 
 @pytest.mark.ray_driver
@@ -48,6 +59,7 @@ def test_ray_drivers_run_in_a_child_and_a_driver_left_in_the_parent_fails_the_se
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out[-4000:]
     assert "PASSED test_planted.py::test_in_the_child_passes" in out  # the child's report, shown by the parent
+    assert "PASSED test_planted.py::test_in_the_parent_while_the_child_runs" in out  # the child ran beside it
     assert "FAILED test_planted.py::test_in_the_child_fails" in out and "AssertionError" in out
     assert "PASSED test_planted.py::test_in_the_parent_without_the_marker" in out  # the test passed, but:
     assert "threads of a Ray driver are alive in the test process at its end" in out and "gcs_client_io_s" in out
