@@ -5,8 +5,8 @@
 # torch and transformers: ~8 core-s from bytecode, ~3x that from source).
 # The first time, one process imports what every run's processes import (torch, transformers, ray, verl's trainer,
 # workers, agent and reward loops, TRL) and so writes their bytecode once (~25 core-s; a failure there is left to
-# the doctor to name): otherwise the first
-# processes of a run, started together (a launch's Ray workers, the test session's processes), each compile them.
+# the doctor to name): otherwise the first processes of a run, started together (a launch's Ray workers, the test
+# session's processes), each compile them.
 case $venv in /*) bytecode_venv=$venv ;; *) bytecode_venv=$PWD/$venv ;; esac
 unset PYTHONDONTWRITEBYTECODE
 export PYTHONPYCACHEPREFIX="$bytecode_venv/pycache"
