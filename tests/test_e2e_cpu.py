@@ -175,6 +175,30 @@ def test_pin_isa_gives_every_avx2_machine_the_same_kernels(monkeypatch):
     assert os.environ["ATEN_CPU_CAPABILITY"] == "avx2" and os.environ["MKL_CBWR"] == "COMPATIBLE"
 
 
+def test_the_cpu_module_registers_when_verls_modules_are_imported():
+    """``verl_hadw.cpu`` (every process of a CPU run imports it with verl) registers the hfcpu rollout and the
+    hfcpu_ray weight sync, and patches verl, when the verl module concerned is imported, not before: a process that
+    never uses them does not import verl's rollout package or its engine workers."""
+    probe = """
+import sys, verl
+print('lazy', not {'verl.workers.rollout', 'verl.checkpoint_engine', 'verl.workers.engine_workers',
+                   'verl_hadw.cpu.rollout'} & set(sys.modules))
+from verl.workers.rollout.base import _ROLLOUT_REGISTRY
+from verl.workers.rollout.replica import RolloutReplicaRegistry
+from verl.checkpoint_engine.base import CheckpointEngineRegistry
+import verl.workers.engine_workers as engine_workers
+import verl.utils.distributed as distributed
+print('registered', _ROLLOUT_REGISTRY[('hfcpu', 'async')], CheckpointEngineRegistry.get('hfcpu_ray').__name__,
+      RolloutReplicaRegistry.get('hfcpu').__name__)
+print('patched', getattr(engine_workers.initialize_global_process_group_ray, 'verl_hadw_gloo', False),
+      engine_workers.initialize_global_process_group_ray is distributed.initialize_global_process_group_ray)
+"""
+    env = {**os.environ, "VERL_USE_EXTERNAL_MODULES": "verl_hadw.cpu", "VERL_PLATFORM": "cpu"}
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["lazy", "True", "registered", "verl_hadw.cpu.rollout.HFCPUServerAdapter",
+                           "RayMailboxCheckpointEngine", "HFCPUReplica", "patched", "True", "True"], out
+
+
 MKL_PROBE = "import torch; torch.set_num_threads(1); torch.rand(64, 96) @ torch.rand(96, 80)"
 
 

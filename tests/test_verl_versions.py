@@ -53,6 +53,15 @@ def test_the_range_holds_0_9(version):
     assert verl_support.is_supported(version)
 
 
+def test_the_checkpoint_hook_is_seen_without_importing_verl():
+    """``verl-hadw doctor`` reads what the installed verl supports without importing it (``find_spec`` of verl's
+    submodule imported verl.trainer.ppo, hence verl and torch: half of doctor's time)."""
+    out = subprocess.run([sys.executable, "-c", "import sys; from verl_hadw import verl_support as v; "
+                          "print(v.has_checkpoint_callback(), 'verl' in sys.modules, 'torch' in sys.modules)"],
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["True", "False", "False"]  # this venv's verl 0.9.1 has it; nothing of verl or torch was imported
+
+
 @pytest.mark.parametrize("version", ["0.8.0", "0.7.1", "0.10.0", "0.10.0.dev0", "1.0.0", None, "not-a-version"])
 def test_outside_the_range_is_refused_naming_version_and_range(monkeypatch, version):
     assert not verl_support.is_supported(version)

@@ -19,7 +19,8 @@ width.
 verl imports this module in every process of a run, the reward workers, the request router and TransferQueue's
 included. Registering and patching on import of the module concerned (wrapt's post-import hooks; at once when it is
 already loaded) spares the processes that never use a rollout, a checkpoint engine or verl's workers the import of
-verl's worker configs and transformers: about 1-1.5 core-seconds each.
+verl's worker configs and transformers (``import verl`` with this module: 8.3 -> 6.0 core-seconds; most processes
+of a launch import those modules for their own work anyway, and a whole launch measured no difference).
 """
 
 import os
