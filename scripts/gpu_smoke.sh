@@ -65,6 +65,14 @@ if [[ $cpu == 1 ]]; then
   # the toy's 4-token responses are cut by design (speed); its random model stops (<|im_end|>) after ~70 tokens
   # on average, so 192 (prompt 64 + 192 = the model's 256 positions) keeps the truncated share near 5-10 %
   overrides+=("data.max_response_length=192")
+  # separate_async trains a step as the launcher's mini-batches (verl_hadw.toy.modes sets them): no step-wide one
+  mode=sync
+  for arg in ${user[@]+"${user[@]}"}; do [[ ${arg#+} == trainer.v1.trainer_mode=* ]] && mode=${arg#*=}; done
+  if [[ ${mode//[\"\']/} == separate_async ]]; then
+    kept=()
+    for arg in "${overrides[@]}"; do [[ $arg == actor_rollout_ref.actor.ppo_mini_batch_size=* ]] || kept+=("$arg"); done
+    overrides=("${kept[@]}")
+  fi
   # (VERL_HADW_CONFIGS above points `configs --show demo` at configs/cpu; the launcher adds cpu/ itself)
   launch() { VERL_HADW_CONFIGS=$repo/configs "$PY" -m verl_hadw.toy.launch --assets "$VERL_HADW_ASSETS" --log "$1" -- "${@:2}"; }
 else

@@ -16,6 +16,7 @@ before it reported a test fails that test with the child's output tail.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -119,23 +120,25 @@ def _start_child(session) -> dict | None:
     return {"proc": proc, "tmp": tmp, "out": out, "reports_path": reports, "log": log, "began": time.monotonic()}
 
 
+def _stop_child(child: dict) -> None:
+    """Kill the child if it still runs, wait for it and close its log (safe to call twice)."""
+    if child["proc"].poll() is None:
+        child["proc"].kill()
+    child["proc"].wait()
+    child["out"].close()
+
+
 def _finish_child(session, child: dict) -> dict[str, list]:
     """Wait for the child (at most ``CHILD_TIMEOUT`` from its start); its reports by test id."""
-    proc = child["proc"]
-    try:
-        proc.wait(timeout=max(1.0, CHILD_TIMEOUT - (time.monotonic() - child["began"])))
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-    child["out"].close()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        child["proc"].wait(timeout=max(1.0, CHILD_TIMEOUT - (time.monotonic() - child["began"])))
+    _stop_child(child)
     by_id: dict[str, list] = {}
     path = child["reports_path"]
     for line in path.read_text().splitlines() if path.exists() else []:
         report = session.config.hook.pytest_report_from_serializable(config=session.config, data=json.loads(line))
         by_id.setdefault(report.nodeid, []).append(report)
-    tail = child["log"].read_text()[-6000:]
-    child["tmp"].cleanup()
-    return {"reports": by_id, "code": proc.returncode, "tail": tail}
+    return {"reports": by_id, "code": child["proc"].returncode, "tail": child["log"].read_text()[-6000:]}
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -145,12 +148,9 @@ def pytest_runtestloop(session):
     try:
         yield
     finally:
-        child = state.get("child")
-        if child is not None and child["proc"].poll() is None:  # the session ended before it read the child
-            child["proc"].kill()
-            child["proc"].wait()
-            child["out"].close()
-            child["tmp"].cleanup()
+        if state["child"] is not None:  # read or not (a session that ended before it reached the child's tests)
+            _stop_child(state["child"])
+            state["child"]["tmp"].cleanup()
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -159,7 +159,7 @@ def pytest_runtest_protocol(item, nextitem):
         return None
     state = item.config.stash[_STATE]
     if state["reports"] is None:
-        state["reports"] = _finish_child(item.session, state.pop("child"))
+        state["reports"] = _finish_child(item.session, state["child"])
     child = state["reports"]
     item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
     reports = child["reports"].get(item.nodeid)

@@ -36,19 +36,13 @@ def run_script(repo: Path, *args: str, venv: Path | None = None) -> subprocess.C
                           timeout=900)
 
 
-def install_stamp(root: Path) -> str:
-    """What ``scripts/install_cpu.sh`` writes once it installed: a hash of setup.py and the constraints."""
-    import hashlib
-
-    data = (root / "setup.py").read_bytes() + (root / "constraints-cpu.txt").read_bytes()
-    return hashlib.sha256(data).hexdigest()[:16]
-
-
 @pytest.fixture
 def repo(tmp_path):
     assert VENV is not None and (VENV / ".verl-hadw-install").exists(), "run from scripts/test_cpu.sh's venv"
     # the copy's script would otherwise reinstall into this venv, pointing its editable install at the copy
-    assert (VENV / ".verl-hadw-install").read_text().strip() == install_stamp(ROOT), (
+    check = subprocess.run(["bash", "scripts/install_cpu.sh", "--check"], cwd=ROOT,
+                           env=dict(os.environ, VERL_HADW_VENV=str(VENV)))
+    assert check.returncode == 0, (
         f"{VENV} was installed from another setup.py or constraints: run bash scripts/install_cpu.sh first")
     return checkout_copy(tmp_path)
 
@@ -81,3 +75,19 @@ def test_an_install_that_fails_fails_the_run(repo, tmp_path):
     proc = run_script(repo, "tests/test_ci_steps.py", venv=tmp_path / "venv")  # a venv of its own: the install runs
     assert proc.returncode != 0 and "planted: setup.py is broken" in proc.stdout + proc.stderr
     assert "All checks passed" not in proc.stdout + proc.stderr  # nothing after the install ran
+
+
+def test_the_install_check_tells_this_checkouts_install_from_another(tmp_path):
+    """``install_cpu.sh --check`` (what ``repo`` relies on): 0 for a venv stamped from this setup.py and constraints,
+    1 for another stamp or none; it installs and creates nothing."""
+    def check(venv: Path) -> int:
+        env = dict(os.environ, VERL_HADW_VENV=str(venv))
+        return subprocess.run(["bash", "scripts/install_cpu.sh", "--check"], cwd=ROOT, env=env).returncode
+
+    venv = tmp_path / "venv"
+    assert check(venv) == 1 and not venv.exists()
+    venv.mkdir()
+    (venv / ".verl-hadw-install").write_text("0123456789abcdef\n")
+    assert check(venv) == 1
+    (venv / ".verl-hadw-install").write_text((VENV / ".verl-hadw-install").read_text())
+    assert check(venv) == 0 and sorted(p.name for p in venv.iterdir()) == [".verl-hadw-install"]

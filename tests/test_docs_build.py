@@ -35,35 +35,29 @@ def test_the_real_docs_build_strictly(site):
         assert html.is_file(), f"{page}.md was not built"
 
 
-@pytest.mark.slow  # a planted fault, one mkdocs build each
-@pytest.mark.parametrize("link, says", [
-    ("[the missing page](no-such-page.md)", "contains a link 'no-such-page.md', but the target is not found"),
-    ("[a missing section](demo.md#no-such-section)",
-     "contains a link 'demo.md#no-such-section', but the doc 'demo.md' does not contain an anchor '#no-such-section'"),
-    ("[the README](../README.md)", "contains a link '../README.md', but the target is not found"),
-    ("[an absolute link](/docs/demo.md)", "contains an absolute link '/docs/demo.md'"),
-])
-def test_a_broken_link_fails_the_build_naming_it(site, link, says):
+BROKEN_LINKS = {  # planted link -> what mkdocs --strict says of it
+    "[the missing page](no-such-page.md)": "contains a link 'no-such-page.md', but the target is not found",
+    "[a missing section](demo.md#no-such-section)": "contains a link 'demo.md#no-such-section', but the doc "
+                                                    "'demo.md' does not contain an anchor '#no-such-section'",
+    "[the README](../README.md)": "contains a link '../README.md', but the target is not found",
+    "[an absolute link](/docs/demo.md)": "contains an absolute link '/docs/demo.md'",
+}
+
+
+@pytest.mark.slow  # one mkdocs build with every planted fault: strict mode reports each warning, then fails
+def test_every_planted_fault_fails_the_build_naming_it(site):
+    """Broken links (a missing page, a missing anchor, a link out of docs/, an absolute link), a page left out of the
+    nav and a nav entry whose page is missing: the build fails and names each one."""
     page = site / "docs" / "options.md"
-    page.write_text(page.read_text(encoding="utf-8") + f"\nSee {link}.\n", encoding="utf-8")
-    result = build(site)
-    assert result.returncode != 0
-    assert "Doc file 'options.md' " + says in result.stderr, result.stderr
-
-
-@pytest.mark.slow  # a planted fault, one mkdocs build each
-def test_a_page_left_out_of_the_nav_fails_the_build(site):
+    page.write_text(page.read_text(encoding="utf-8") + "".join(f"\nSee {link}.\n" for link in BROKEN_LINKS),
+                    encoding="utf-8")
     (site / "docs" / "orphan.md").write_text("# A page nobody can reach\n", encoding="utf-8")
-    result = build(site)
-    assert result.returncode != 0
-    assert 'not included in the "nav" configuration' in result.stderr and "orphan.md" in result.stderr
-
-
-@pytest.mark.slow  # a planted fault, one mkdocs build each
-def test_a_nav_entry_without_its_page_fails_the_build(site):
     (site / "docs" / "performance.md").unlink()
     result = build(site)
     assert result.returncode != 0
+    said = {link: "Doc file 'options.md' " + says in result.stderr for link, says in BROKEN_LINKS.items()}
+    assert all(said.values()), (said, result.stderr)
+    assert 'not included in the "nav" configuration' in result.stderr and "orphan.md" in result.stderr, result.stderr
     assert "'performance.md' is included in the 'nav' configuration, which is not found" in result.stderr
 
 

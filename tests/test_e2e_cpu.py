@@ -14,7 +14,9 @@ import sys
 
 import pytest
 from e2e_runs import DEMO_RESUME_FROM, DEMO_RESUMED, DEMO_STEPS, HALF
+from e2e_stage import RAY_STARTED
 
+from verl_hadw.core.anchor.file_format import STATE_FILE
 from verl_hadw.toy.launch import stable_metrics
 
 pytestmark = pytest.mark.slow
@@ -253,7 +255,7 @@ def test_v1_hadw(e2e):
     for step in range(2, DEMO_STEPS + 1):
         assert steps[step]["hadw/anchor_prior"] == steps[step - 1]["hadw/anchor_posterior"], step  # Eq. 12
     for step in (DEMO_RESUME_FROM, DEMO_STEPS):
-        assert (demo_run.out / "checkpoints" / f"global_step_{step}" / "verl_hadw_anchor.json").exists()
+        assert (demo_run.out / "checkpoints" / f"global_step_{step}" / STATE_FILE).exists()
     assert steps[1]["training/rollout_probs_diff_max"] < 1e-2  # the hfcpu rollout samples the actor's weights
 
 
@@ -265,7 +267,7 @@ def test_v1_dgpo(e2e):
     run = e2e.result("colocate_dgpo")
     assert_step_lines(run.steps, HALF, DGPO_METRICS)
     assert not any(k.startswith("hadw/") for values in run.steps.values() for k in values)
-    saved = json.loads((run.out / f"global_step_{HALF}" / "verl_hadw_anchor.json").read_text())
+    saved = json.loads((run.out / f"global_step_{HALF}" / STATE_FILE).read_text())
     assert saved["state"] is None and saved["options"]["algorithm.adv_estimator"] == "dgpo"
 
 
@@ -287,4 +289,5 @@ def test_typo_fails_fast_naming_the_key(e2e):
     assert run.code != 0
     assert "Unknown key 'algorithm.hadw.lamda_scale'. Did you mean 'algorithm.hadw.lambda_scale'?" in run.log
     assert "2 problems in the config:" in run.log  # and the dynamic-sampling refusal in the same start-up error
-    assert not run.steps and "Training Progress" not in run.log
+    assert "verl-hadw start-up check (hydra.callbacks.verl_hadw): ConfigError: " in run.log
+    assert RAY_STARTED not in run.log and not run.steps and "Training Progress" not in run.log  # before Ray

@@ -12,6 +12,7 @@ import json
 
 import pytest
 from e2e_runs import HALF, PROMPTS, SMOKE_MODE, SMOKE_RESUME_STEPS, SMOKE_STEPS
+from e2e_stage import RAY_STARTED
 
 from verl_hadw.core.anchor.file_format import STATE_FILE
 from verl_hadw.toy.launch import command, parse_steps
@@ -156,4 +157,4 @@ def test_hadw_with_dynamic_sampling_is_refused_before_training(e2e):
     assert run.code != 0
     assert "algorithm.adv_estimator=hadw cannot run with algorithm.filter_groups.enable=true" in run.log
     assert "biased toward 0.5" in run.log
-    assert not run.steps and "Training Progress" not in run.log
+    assert RAY_STARTED not in run.log and not run.steps and "Training Progress" not in run.log  # before Ray

@@ -19,6 +19,7 @@ from omegaconf import OmegaConf
 
 from verl_hadw.cli import main as cli_main
 from verl_hadw.core.anchor import AnchorState
+from verl_hadw.core.anchor.file_format import STATE_FILE
 from verl_hadw.core.options import AnchorConfig
 from verl_hadw.repro import smoke as S
 from verl_hadw.repro.compose import compose_run
@@ -53,7 +54,7 @@ def test_script_on_cpu_toy_run_passes_every_check(e2e):
     assert "resumed at 3..3" in verdict and "step 3 prior" in verdict and "turns end with <|im_end|>" in verdict
     assert "dgpo/valid_groups" in (run.smoke / "train.log").read_text()  # HA-DW's base: DGPO's metrics logged
     for step in (2, 3):  # the anchor (and the options it was trained with) in each checkpoint
-        saved = json.loads((run.smoke / "checkpoints" / f"global_step_{step}" / "verl_hadw_anchor.json").read_text())
+        saved = json.loads((run.smoke / "checkpoints" / f"global_step_{step}" / STATE_FILE).read_text())
         assert saved["state"]["open_step"] == step and saved["options"]["algorithm.hadw.base"] == "dgpo"
 
 
@@ -107,6 +108,19 @@ def test_gpu_mode_overrides_pass_verls_config_checks(tmp_path, run):
     assert "trainer.total_training_steps=4" in proc.stdout and "trainer.total_training_steps=6" in proc.stdout
 
 
+@pytest.mark.parametrize("mode, mini_batch", [(None, True), ("trainer.v1.trainer_mode='separate_async'", False)])
+def test_cpu_separate_async_leaves_the_mini_batches_to_the_launcher(tmp_path, mode, mini_batch):
+    """--cpu sets one mini-batch for the whole step, except in separate_async, where verl wants the step as
+    ``parameter_sync_step`` mini-batches and the demo launcher sets them (verl_hadw.toy.modes): a step-wide one
+    would win over the launcher's and stop the run at verl's assert (the smoke launch trains that mode so)."""
+    proc = subprocess.run(["bash", str(SCRIPT), "demo", "--cpu", "--dry-run", *([mode] if mode else [])],
+                          cwd=tmp_path, capture_output=True, text=True, env=_env(tmp_path), timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    phases = [line for line in proc.stdout.splitlines() if line.startswith("# phase")]
+    assert len(phases) == 2
+    assert all(("actor_rollout_ref.actor.ppo_mini_batch_size=8" in line) == mini_batch for line in phases), phases
+
+
 def test_script_rejects_bad_usage(tmp_path):
     env = _env(tmp_path, SMOKE_STEPS="4", SMOKE_RESUME_STEPS="4")
     proc = subprocess.run(["bash", str(SCRIPT), "demo", "--cpu"], capture_output=True, text=True, env=env)
@@ -141,7 +155,7 @@ def craft(tmp_path, saved=4, last=6, mode="kalman", fresh_resume=False):
         if step in (saved, last):
             (ckpt / f"global_step_{step}").mkdir(parents=True)
             payload = {"global_step": step, "state_key": "hadw/x", "state": state.to_dict()}
-            (ckpt / f"global_step_{step}" / "verl_hadw_anchor.json").write_text(json.dumps(payload))
+            (ckpt / f"global_step_{step}" / STATE_FILE).write_text(json.dumps(payload))
     model = tmp_path / "model"
     write_model(model, gen_eos=[151643, 151645])
     config = {"algorithm": {"adv_estimator": "hadw", "hadw": {"base": "grpo"}}, "data": {"max_response_length": 4096},
@@ -214,9 +228,9 @@ def test_missing_metric_fails(tmp_path):
 
 def test_missing_anchor_file_fails(tmp_path):
     config, first, resumed = craft(tmp_path)
-    (tmp_path / "checkpoints" / "global_step_6" / "verl_hadw_anchor.json").unlink()
+    (tmp_path / "checkpoints" / "global_step_6" / STATE_FILE).unlink()
     checks = S.run_checks(config, first, resumed)
-    assert statuses(checks)["checkpoint"] == "FAIL" and "global_step_6 hold no verl_hadw_anchor.json" in S.render(
+    assert statuses(checks)["checkpoint"] == "FAIL" and f"global_step_6 hold no {STATE_FILE}" in S.render(
         checks
     )
     config["algorithm"]["adv_estimator"] = "grpo"  # no anchor expected without HA-DW
@@ -230,7 +244,7 @@ def test_resume_that_restarts_the_anchor_fails(tmp_path):
 
 def test_anchor_file_from_another_state_fails(tmp_path):
     config, first, resumed = craft(tmp_path)
-    path = tmp_path / "checkpoints" / "global_step_4" / "verl_hadw_anchor.json"
+    path = tmp_path / "checkpoints" / "global_step_4" / STATE_FILE
     payload = json.loads(path.read_text())
     payload["state"]["correct"] += 3.0  # another y_4, hence another posterior than the log's
     path.write_text(json.dumps(payload))

@@ -111,18 +111,14 @@ def test_sdist_and_wheel_pass_twine_check(tmp_path):
 
 def _new_venv(tmp: Path, *install: str | Path) -> tuple[Path, Path]:
     """A new virtualenv with ``pip install --no-deps --no-index *install``; verl and friends come from this
-    environment's site-packages (linked in, minus this checkout's editable install), so nothing of the checkout
-    can leak in."""
+    environment's site-packages, added to the new one's ``sys.path`` by a ``.pth`` line: a folder named so is only
+    searched, its own ``.pth`` files (this checkout's editable install among them) are not run, so nothing of the
+    checkout can leak in. (A copy of it made of symlinks would give every module a new path, and Python would
+    compile torch and verl again for it.)"""
     sh(sys.executable, "-m", "venv", "--without-pip", tmp / "venv")
     (ours,) = [Path(p) for p in site.getsitepackages() if (Path(p) / "verl").is_dir()]
-    farm = tmp / "deps"
-    farm.mkdir()
-    for entry in ours.iterdir():
-        if "verl_hadw" in entry.name or entry.suffix == ".pth":
-            continue
-        (farm / entry.name).symlink_to(entry)
     (new_site,) = (tmp / "venv" / "lib").glob("python*/site-packages")
-    (new_site / "deps.pth").write_text(f"{farm}\n")
+    (new_site / "deps.pth").write_text(f"{ours}\n")
     python = tmp / "venv" / "bin" / "python"
     sh(python, "-m", "pip", "install", "-q", "--no-deps", "--no-index", *install)
     return tmp / "venv", new_site

@@ -272,7 +272,7 @@ def test_every_shipped_config_names_the_start_up_check(monkeypatch, folder, name
     monkeypatch.setenv("VERL_HADW_ASSETS", "/nonexistent")
     cfg = composed(name, folder=folder)
     assert cfg.hydra.callbacks.verl_hadw._target_ == TARGET
-    assert cfg.trainer.checkpoint_callback_class == CALLBACK  # on 0.9.1 the callback checks; the hook stands aside
+    assert cfg.trainer.checkpoint_callback_class == CALLBACK  # on 0.9.1 both check: the hook before Ray
 
 
 def test_the_start_up_check_stops_a_bad_config_before_ray_without_the_hook(monkeypatch, no_hook):
@@ -292,15 +292,25 @@ def test_the_start_up_check_stops_a_bad_config_before_ray_without_the_hook(monke
 
 
 @pytest.mark.skipif(not REAL_HOOK, reason="verl 0.9.0: the hook is absent for real")
-def test_the_start_up_check_stands_aside_where_the_callback_checks(monkeypatch):
+def test_the_start_up_check_stops_a_bad_config_before_ray_where_the_callback_checks_too(monkeypatch):
+    """On 0.9.1 the callback checks again in verl's driver (a Ray actor): the start-up check stops the run before Ray,
+    and leaves the warnings to the callback (said once, there)."""
     from verl_hadw.verl_adapter.startup_check import StartupCheck, callback_will_check
 
     monkeypatch.setenv("VERL_HADW_ASSETS", "/nonexistent")
     bad = composed("demo", "+algorithm.hadw.lamda_scale=1.3", folder="configs/cpu")
     assert callback_will_check(bad)
-    StartupCheck().on_job_start(bad)  # nothing: the callback stops this run in verl's driver
-    without = composed("demo", "+algorithm.hadw.lamda_scale=1.3", "trainer.checkpoint_callback_class=null",
+    with pytest.raises(SystemExit, match="Did you mean 'algorithm.hadw.lambda_scale'"):
+        StartupCheck().on_job_start(bad)
+    unused = composed("demo", "+algorithm.dgpo.temperature=2.0", folder="configs/cpu")  # hadw over grpo: unread
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        StartupCheck().on_job_start(unused)
+    assert not caught, [str(w.message) for w in caught]
+    without = composed("demo", "+algorithm.dgpo.temperature=2.0", "trainer.checkpoint_callback_class=null",
                        folder="configs/cpu")
     assert not callback_will_check(without)
-    with pytest.raises(SystemExit, match="Did you mean 'algorithm.hadw.lambda_scale'"):
-        StartupCheck().on_job_start(without)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        StartupCheck().on_job_start(without)  # no callback: the start-up check says it
+    assert any("algorithm.dgpo.temperature" in str(w.message) for w in caught), [str(w.message) for w in caught]
