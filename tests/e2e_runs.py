@@ -255,21 +255,34 @@ def v090_resumed(ctx: Context) -> dict:
                     env=verl090(ctx))
 
 
-V090_SLIP = ["algorithm.adv_estimator=gdpo", "+algorithm.dgpo.temperature=2.0", "trainer.total_training_steps=1"]
+GDPO_SLIP = ["algorithm.adv_estimator=gdpo", "+algorithm.dgpo.temperature=2.0", "trainer.total_training_steps=1"]
 
 
 def v090_gdpo_slip(ctx: Context) -> dict:
     """verl 0.9.0 without any start-up check (no checkpoint callback can load; the demo config's Hydra start-up check
     removed): ``gdpo`` with an ``algorithm.dgpo`` option stops at its first advantage, before any update, with the
     did-you-mean message."""
-    return main_ppo(ctx, "v090_gdpo_slip", *V090_SLIP, "~hydra.callbacks.verl_hadw", expect_ok=False,
+    return main_ppo(ctx, "v090_gdpo_slip", *GDPO_SLIP, "~hydra.callbacks.verl_hadw", expect_ok=False,
                     env=verl090(ctx))
+
+
+def v091_gdpo_slip_callback(ctx: Context) -> dict:
+    """verl 0.9.1 with the checkpoint callback but without the Hydra start-up check: the slip stops where verl builds
+    the callback, in its driver, before any worker starts."""
+    return main_ppo(ctx, "v091_gdpo_slip_callback", *GDPO_SLIP, "~hydra.callbacks.verl_hadw", expect_ok=False)
+
+
+def v091_gdpo_slip(ctx: Context) -> dict:
+    """verl 0.9.1 with no start-up check at all (no callback, no Hydra check): the guard in front of verl's gdpo
+    stops the first advantage, before any update."""
+    return main_ppo(ctx, "v091_gdpo_slip", *GDPO_SLIP, "~hydra.callbacks.verl_hadw",
+                    "trainer.checkpoint_callback_class=null", expect_ok=False)
 
 
 def v090_startup_check(ctx: Context) -> dict:
     """verl 0.9.0 with the demo config's Hydra start-up check: the same slip stops in main_ppo's own process, before
     Ray starts."""
-    return main_ppo(ctx, "v090_startup_check", *V090_SLIP, expect_ok=False, attempts=1, env=verl090(ctx))
+    return main_ppo(ctx, "v090_startup_check", *GDPO_SLIP, expect_ok=False, attempts=1, env=verl090(ctx))
 
 
 # The smoke launch is also the separate_async launch: HA-DW over DGPO (the async runs' DGPO checks ride with HA-DW's),
@@ -370,5 +383,7 @@ LAUNCHES: dict[str, Launch] = {
         Launch("v090_resumed", v090_resumed, after="v090_straight", cost=45),
         Launch("v090_gdpo_slip", v090_gdpo_slip, cost=40),
         Launch("v090_startup_check", v090_startup_check, cost=15),
+        Launch("v091_gdpo_slip_callback", v091_gdpo_slip_callback, cost=20),
+        Launch("v091_gdpo_slip", v091_gdpo_slip, cost=40),
     ]
 }

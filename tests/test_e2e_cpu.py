@@ -1,5 +1,5 @@
 """End to end: verl's real ``python -m verl.trainer.main_ppo`` on CPU with the toy task (about 1 minute a run;
-the legacy trainer's runs are in test_e2e_legacy.py, the async modes' in test_e2e_modes.py).
+the async modes' in test_e2e_modes.py; the legacy trainer's, by hand, in by_hand_e2e.py).
 
 Each run is the user's command (`verl_hadw.toy.launch` only sets verl's extension-point environment and
 passes ``configs/cpu/demo.yaml``); assertions read verl's own console log lines. The first tests check,
