@@ -52,9 +52,10 @@ def pytest_collection_modifyitems(config, items):
     """The tests that read main_ppo launches (``@pytest.mark.e2e``) go last, so that the launches, started when the
     session's first test runs (``_e2e_stage``), overlap every other test; before them the ``ray_driver`` tests, which
     run in a child pytest started with the session's tests (``own_process.py``): it overlaps them too."""
+    from own_process import in_child
+
     launches_of(items)  # an unknown launch name fails the collection
-    items.sort(key=lambda item: (item.get_closest_marker("e2e") is not None,
-                                 item.get_closest_marker("ray_driver") is not None))  # stable: the order within stays
+    items.sort(key=lambda item: (item.get_closest_marker("e2e") is not None, in_child(item)))  # stable within
 
 
 class Stage:

@@ -12,6 +12,10 @@ The parent reports each test as the child ran it: pass, failure with its traceba
 before it reported a test fails that test with the child's output tail.
 
 ``sessionfinish`` then checks the parent: no thread of Ray or gRPC may be alive at its end (``ray_threads_alive``).
+
+The child also takes the tests marked ``@pytest.mark.beside``: tests that spend their time in processes they start
+(fake clusters, fresh interpreters), so that the session's one process is not the last to finish on 2 cores while the
+other idles. A test that reads the session's launches (``e2e``) stays in the parent, which holds the stage.
 """
 
 from __future__ import annotations
@@ -51,7 +55,15 @@ def ray_threads_alive() -> list[str]:
 def pytest_configure(config):
     config.addinivalue_line("markers", "ray_driver: starts a Ray driver in the test process; runs in a child pytest "
                                        "(tests/own_process.py)")
+    config.addinivalue_line("markers", "beside: runs in the child pytest beside the session's tests (it spends its "
+                                       "time in processes it starts; tests/own_process.py)")
     config.stash[_STATE] = {"reports": None, "status": 0}
+
+
+def in_child(item) -> bool:
+    """Whether the child pytest runs ``item``: a ``ray_driver`` or ``beside`` test that reads no launch."""
+    marked = item.get_closest_marker("ray_driver") is not None or item.get_closest_marker("beside") is not None
+    return marked and item.get_closest_marker("e2e") is None
 
 
 _STATE = pytest.StashKey[dict]()
@@ -106,7 +118,7 @@ def _start_child(session) -> dict | None:
     """Start every selected ``ray_driver`` test in one child pytest, at once (``pytest_runtestloop``): it runs beside
     the session's other tests and launches, and the session orders the ``ray_driver`` tests after the others
     (conftest.py), so their reports are usually there when they are reached and no core idles at the end."""
-    items = [i for i in session.items if i.get_closest_marker("ray_driver") is not None]
+    items = [i for i in session.items if in_child(i)]
     if not items or os.environ.get(CHILD) or session.config.option.collectonly:
         return None
     tmp = tempfile.TemporaryDirectory()
@@ -155,7 +167,7 @@ def pytest_runtestloop(session):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_protocol(item, nextitem):
-    if os.environ.get(CHILD) or item.get_closest_marker("ray_driver") is None:
+    if os.environ.get(CHILD) or not in_child(item):
         return None
     state = item.config.stash[_STATE]
     if state["reports"] is None:

@@ -1,5 +1,6 @@
-"""A test that starts a Ray driver runs in a child pytest (tests/own_process.py), and the session's own process ends
-without Ray's threads, the ones alive at an interpreter exit that crashed with 139 after every test had passed."""
+"""A test that starts a Ray driver runs in a child pytest (tests/own_process.py), as does a ``beside`` test, and the
+session's own process ends without Ray's threads, the ones alive at an interpreter exit that crashed with 139 after
+every test had passed."""
 
 import subprocess
 import sys
@@ -39,6 +40,11 @@ def test_in_the_child_passes():
     open(MARK, "w").close()
 
 
+@pytest.mark.beside
+def test_beside_runs_in_the_child_too():
+    assert os.environ.get("VERL_HADW_OWN_PROCESS_REPORTS")
+
+
 @pytest.mark.ray_driver
 def test_in_the_child_fails():
     assert "planted" == "failure"
@@ -60,6 +66,7 @@ def test_ray_drivers_run_in_a_child_and_a_driver_left_in_the_parent_fails_the_se
     assert proc.returncode == 1, out[-4000:]
     assert "PASSED test_planted.py::test_in_the_child_passes" in out  # the child's report, shown by the parent
     assert "PASSED test_planted.py::test_in_the_parent_while_the_child_runs" in out  # the child ran beside it
+    assert "PASSED test_planted.py::test_beside_runs_in_the_child_too" in out  # a beside test: the child too
     assert "FAILED test_planted.py::test_in_the_child_fails" in out and "AssertionError" in out
     assert "PASSED test_planted.py::test_in_the_parent_without_the_marker" in out  # the test passed, but:
     assert "threads of a Ray driver are alive in the test process at its end" in out and "gcs_client_io_s" in out

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from launcher_fakes import ROOT, checkpoint, fake_cluster
 
-pytestmark = pytest.mark.slow  # fake-cluster shells: tens of seconds
+pytestmark = [pytest.mark.slow, pytest.mark.beside]  # fake-cluster shells: tens of seconds
 
 
 @pytest.fixture

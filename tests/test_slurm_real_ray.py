@@ -13,7 +13,7 @@ import time
 import pytest
 from launcher_fakes import REAL_PY, ROOT, SCONTROL
 
-pytestmark = pytest.mark.slow  # a real Ray cluster
+pytestmark = [pytest.mark.slow, pytest.mark.beside]  # a real Ray cluster
 
 
 PASS_THROUGH_SRUN = r"""#!/usr/bin/env bash

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow  # two processes importing torch, transformers and TRL: about 15-25 s
+pytestmark = [pytest.mark.slow, pytest.mark.beside]  # two processes importing torch, transformers, TRL: 15-25 s
 
 HERE = Path(__file__).resolve().parent
 
