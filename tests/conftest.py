@@ -50,8 +50,8 @@ def launches_of(items) -> list[str]:
 @pytest.hookimpl(trylast=True)  # after -m / -k have deselected what will not run
 def pytest_collection_modifyitems(config, items):
     """The tests that read main_ppo launches (``@pytest.mark.e2e``) go last, so that the launches, started when the
-    session's first test runs (``_e2e_stage``), overlap every other test; before them the ``ray_driver`` tests, which
-    run in a child pytest started with the session's tests (``own_process.py``): it overlaps them too."""
+    session's first test runs (``_e2e_stage``), overlap every other test; before them the ``ray_driver`` and ``beside``
+    tests, which run in a child pytest started with the session's tests (``own_process.py``): it overlaps them too."""
     from own_process import in_child
 
     launches_of(items)  # an unknown launch name fails the collection

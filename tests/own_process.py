@@ -115,8 +115,8 @@ def pytest_unconfigure(config):
 
 # ---------------------------------------------------------------------------------------------- the parent
 def _start_child(session) -> dict | None:
-    """Start every selected ``ray_driver`` test in one child pytest, at once (``pytest_runtestloop``): it runs beside
-    the session's other tests and launches, and the session orders the ``ray_driver`` tests after the others
+    """Start every selected ``ray_driver`` and ``beside`` test in one child pytest, at once (``pytest_runtestloop``):
+    it runs beside the session's other tests and launches, and the session orders the child's tests after the others
     (conftest.py), so their reports are usually there when they are reached and no core idles at the end."""
     items = [i for i in session.items if in_child(i)]
     if not items or os.environ.get(CHILD) or session.config.option.collectonly:

@@ -22,9 +22,8 @@ data = DataProto.from_dict(tensors={'token_level_rewards': rewards, 'response_ma
 """
 
 
-def run(code: str, env: dict | None = None, flags: tuple = ()) -> str:
-    proc = subprocess.run([sys.executable, *flags, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=300, env=env)
+def run(code: str) -> str:
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout
 
