@@ -1,3 +1,4 @@
+import importlib.util
 import os
 import signal
 import subprocess
@@ -21,7 +22,11 @@ def pytest_configure(config):
 
 @pytest.fixture(autouse=True)
 def _fresh_process_state():
-    """Each test starts as a fresh process: no anchors, no buffered metrics, verl's step unset."""
+    """Each test starts as a fresh process: no anchors, no buffered metrics, verl's step unset. Without verl (the
+    TRL cell's environment, tests/trl_install_cell.py) verl's adapter cannot be imported, so it holds nothing."""
+    if importlib.util.find_spec("verl") is None:
+        yield
+        return
     from verl_hadw.verl_adapter import process_state
 
     process_state.reset()
@@ -35,11 +40,11 @@ E2E_TABLE = pytest.StashKey[str]()
 
 def launches_of(items) -> list[str]:
     """The launches the tests name with ``@pytest.mark.e2e``, in order, each once."""
-    from e2e_runs import LAUNCHES
-
     names = []
     for item in items:
         for marker in item.iter_markers("e2e"):
+            from e2e_runs import LAUNCHES  # verl's: only where a test reads a launch (the TRL cell has no verl)
+
             unknown = [n for n in marker.args if n not in LAUNCHES]
             if unknown:
                 raise pytest.UsageError(f"{item.nodeid}: unknown e2e launch {unknown}; see tests/e2e_runs.py")

@@ -124,7 +124,8 @@ def _start_child(session) -> dict | None:
     tmp = tempfile.TemporaryDirectory()
     reports, log = Path(tmp.name) / "reports.jsonl", Path(tmp.name) / "child.log"
     root = session.config.rootpath
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(root),
+    # -P: not the working directory on sys.path (as the parent's `pytest` script): both import the installed package
+    cmd = [sys.executable, "-P", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(root),
            *(i.nodeid for i in items)]
     env = dict(os.environ, **{CHILD: str(reports)})
     out = open(log, "w")

@@ -88,3 +88,13 @@ def one_thread():
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     return before
+
+
+def trained_on_what_it_buffered(t: RecordingTrainer) -> None:
+    """Each generation's advantages, as TRL buffered them, are what its loss read, ``num_iterations`` times over
+    (shuffled by TRL within the batch); and some carry signal, or a test built on them would prove little."""
+    assert len(t.generations) == t.args.max_steps // t.args.num_iterations
+    for g in t.generations:
+        trained = torch.cat(g.trained)
+        assert torch.equal(trained.sort().values, torch.cat([g.advantages] * t.args.num_iterations).sort().values)
+    assert any(bool(g.advantages.abs().sum() > 0) for g in t.generations), "no signal: the test would prove little"
