@@ -77,10 +77,12 @@ class RecordingTrainer(HadwGRPOTrainer):
         return super()._compute_loss(model, inputs)
 
 
-def trainer(args: HadwGRPOConfig, reward_funcs=None, seed: int = 0) -> RecordingTrainer:
+def trainer(args: HadwGRPOConfig, reward_funcs=None, seed: int = 0, **kwargs) -> RecordingTrainer:
+    """The recording trainer on the tiny local Qwen2 and the toy data; ``kwargs`` go to TRL (``peft_config``, ...)."""
     tokenizer = build_tokenizer()
-    return RecordingTrainer(model=build_model(tokenizer, seed), processing_class=tokenizer,
-                            reward_funcs=reward_funcs or accuracy, args=args, train_dataset=toy_dataset())
+    kwargs.setdefault("train_dataset", toy_dataset())
+    kwargs["model"] = kwargs.get("model") or build_model(tokenizer, seed)  # or a folder, as TRL's model id
+    return RecordingTrainer(processing_class=tokenizer, reward_funcs=reward_funcs or accuracy, args=args, **kwargs)
 
 
 def one_thread():

@@ -32,8 +32,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 FILES = ("__init__.py", "conftest.py", "testing_utils.py", "test_grpo_trainer.py")
 
-# The CI subset: one or two tests per TRL feature the override meets (``plugin.matches``: a name selects all its
-# parameter sets, "name[a]" those with a; TRL 1.0-1.6 name them test_training_*). Cost: docs/trl.md.
+# The subset for a CI that can reach a TRL clone (this project's cannot: it runs tests/test_trl_features.py, our
+# own test of each of these features): one or two tests per TRL feature the override meets (``plugin.matches``: a
+# name selects all its parameter sets, "name[a]" those with a; TRL 1.0-1.6 name them test_training_*). Cost:
+# docs/trl.md.
 CI_SUBSET = {
     "test_init_minimal": "args omitted (the default config)",
     "test_train_loss_types[dapo]": "loss type: dapo (TRL's default)",
