@@ -285,6 +285,33 @@ def v090_startup_check(ctx: Context) -> dict:
     return main_ppo(ctx, "v090_startup_check", *GDPO_SLIP, expect_ok=False, attempts=1, env=verl090(ctx))
 
 
+# The verl adapter's own tests (CONTRIBUTING.md, "Where a change goes"), and those of what differs between verl 0.9.0
+# and 0.9.1 (the version check, the slip guard, dynamic sampling, the snapshots back-end 0.9.0's v1 trainer uses)
+VERL_ADAPTER_TESTS = ("test_estimators.py", "test_input_checks.py", "test_verl_integration.py", "test_parse_once.py",
+                      "test_verl_versions.py", "test_gdpo_slip.py", "test_dynamic_sampling.py", "test_legacy_resume.py")
+# not run on the overlay: a venv of its own with verl 0.8.0, whichever verl runs the test
+NOT_ON_V090 = "test_verl_versions.py::test_real_verl_0_8_0_is_refused_where_a_user_meets_the_plugin"
+
+
+def v090_adapter_tests(ctx: Context) -> dict:
+    """verl 0.9.0: ``VERL_ADAPTER_TESTS`` in a pytest of their own on the overlay, but the tests of verl 0.9.1's
+    checkpoint hook (marker ``verl091``: checkpoint_files.py, which tests only the hook's files, is not listed)."""
+    import subprocess
+
+    workdir = ctx.workdir("v090_adapter_tests")
+    env = {**os.environ, **verl090(ctx)}
+    began = time.monotonic()
+    probe = subprocess.run([sys.executable, "-c", "import verl; print(verl.__version__)"], env=env,
+                           capture_output=True, text=True)
+    argv = [sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", "--rootdir", str(ROOT),
+            "--basetemp", str(workdir / "pytest"), "-m", "not verl091", "--deselect", f"tests/{NOT_ON_V090}",
+            *(f"tests/{name}" for name in VERL_ADAPTER_TESTS)]
+    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
+    output = f"[v090 adapter tests] verl {probe.stdout.strip() or probe.stderr[-2000:]}\n{proc.stdout}{proc.stderr}"
+    return {"kind": "command", "code": proc.returncode, "seconds": round(time.monotonic() - began, 1),
+            "output": text_file(ctx, "v090_adapter_tests", "stdout", output)}
+
+
 # The smoke launch is also the separate_async launch: HA-DW over DGPO (the async runs' DGPO checks ride with HA-DW's),
 # each step split into SEPARATE_SYNC_STEPS estimator calls, saved at step 2 and resumed to step 3 (verl restores its
 # in-flight prompts from TransferQueue). Its mini-batches: the launcher's, as a user of --cpu gets them.
@@ -383,6 +410,7 @@ LAUNCHES: dict[str, Launch] = {
         Launch("v090_resumed", v090_resumed, after="v090_straight", cost=45),
         Launch("v090_gdpo_slip", v090_gdpo_slip, cost=40),
         Launch("v090_startup_check", v090_startup_check, cost=15),
+        Launch("v090_adapter_tests", v090_adapter_tests, cost=30),
         Launch("v091_gdpo_slip_callback", v091_gdpo_slip_callback, cost=20),
         Launch("v091_gdpo_slip", v091_gdpo_slip, cost=40),
     ]

@@ -9,7 +9,6 @@ import inspect
 import pytest
 from omegaconf import OmegaConf
 
-from verl_hadw.callback import HadwCheckpointCallback
 from verl_hadw.core.errors import ConfigError
 from verl_hadw.verl_adapter.dynamic_sampling import check_filter_groups, drops_groups
 from verl_hadw.verl_adapter.validation import validate_config
@@ -59,7 +58,10 @@ def test_drops_groups_reads_a_missing_node_as_off():
     assert drops_groups(config())
 
 
+@pytest.mark.verl091
 def test_the_checkpoint_callback_refuses_at_trainer_build():
+    from verl_hadw.callback import HadwCheckpointCallback
+
     """verl builds the callback in PPOTrainer.__init__, before any worker or rollout starts."""
     with pytest.raises(ConfigError, match="biased toward 0.5"):
         validate_config(config())

@@ -14,7 +14,6 @@ from verl import DataProto
 from verl.trainer.ppo.core_algos import get_adv_estimator_fn
 from verl.trainer.ppo.ray_trainer import compute_advantage
 
-from verl_hadw.callback import HadwCheckpointCallback
 from verl_hadw.core.errors import ConfigError
 from verl_hadw.verl_adapter.validation import validate_config
 
@@ -43,13 +42,18 @@ def gdpo_batch(groups=3, group=4, prompt=3, response=5) -> DataProto:
 
 
 def test_the_start_up_check_refuses_the_slip_saying_what_gdpo_is():
-    cfg = config(dgpo={"temperature": 2.0})
     with pytest.raises(ConfigError, match=SLIP) as info:
-        validate_config(cfg)
+        validate_config(config(dgpo={"temperature": 2.0}))
     assert "GDPO (Group reward-Decoupled Normalization Policy Optimization" in str(info.value)
     assert "remove the algorithm.dgpo options to train GDPO" in str(info.value)
+
+
+@pytest.mark.verl091
+def test_the_checkpoint_callback_refuses_the_slip_where_verl_builds_it():
+    from verl_hadw.callback import HadwCheckpointCallback
+
     with pytest.raises(ConfigError, match=SLIP):
-        HadwCheckpointCallback(cfg)  # verl builds it before any worker starts
+        HadwCheckpointCallback(config(dgpo={"temperature": 2.0}))  # verl builds it before any worker starts
 
 
 def test_without_the_callback_the_first_advantage_stops_before_verls_gdpo_runs():

@@ -13,9 +13,10 @@ by every stage.
 
 import json
 import os
+import re
 
 import pytest
-from e2e_runs import V090_SAVE, V090_STEPS
+from e2e_runs import V090_SAVE, V090_STEPS, VERL_ADAPTER_TESTS
 from e2e_stage import RAY_STARTED
 
 from verl_hadw.toy.launch import stable_metrics
@@ -59,3 +60,16 @@ def test_the_hydra_start_up_check_stops_the_slip_before_ray_on_verl_0_9_0(e2e):
     assert run.code == 1
     assert f"verl-hadw start-up check (hydra.callbacks.verl_hadw): ConfigError: {SLIP}" in run.log
     assert RAY_STARTED not in run.log and not run.steps
+
+
+@pytest.mark.e2e("v090_adapter_tests")
+def test_the_verl_adapters_own_tests_pass_on_verl_0_9_0(e2e):
+    """The matrix's verl 0.9.0 cell runs the verl adapter's own tests too (``VERL_ADAPTER_TESTS``), not only the
+    launches: every file passes there, but the tests of verl 0.9.1's checkpoint hook."""
+    run = e2e.result("v090_adapter_tests")
+    assert run.output.startswith("[v090 adapter tests] verl 0.9.0\n"), run.output[:2000]
+    assert run.code == 0, run.output[-6000:]
+    passed = set(re.findall(r"^PASSED tests/(test_\w+\.py)::", run.output, re.M))
+    assert passed == set(VERL_ADAPTER_TESTS), (sorted(set(VERL_ADAPTER_TESTS) - passed), run.output[-3000:])
+    assert re.search(r"^\d+ passed, \d+ deselected", run.output, re.M), run.output[-2000:]
+    assert not re.search(r"\d+ (failed|error|skipped)", run.output), run.output[-3000:]
