@@ -303,10 +303,11 @@ def v090_adapter_tests(ctx: Context) -> dict:
     began = time.monotonic()
     probe = subprocess.run([sys.executable, "-c", "import verl; print(verl.__version__)"], env=env,
                            capture_output=True, text=True)
-    argv = [sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", "--rootdir", str(ROOT),
-            "--basetemp", str(workdir / "pytest"), "-m", "not verl091", "--deselect", f"tests/{NOT_ON_V090}",
-            *(f"tests/{name}" for name in VERL_ADAPTER_TESTS)]
-    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
+    argv = [sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", "--rootdir", str(ROOT), "-c",
+            str(ROOT / "pytest.ini"), "--basetemp", str(workdir / "pytest"), "-m", "not verl091", "--deselect",
+            f"tests/{NOT_ON_V090}", *(str(ROOT / "tests" / name) for name in VERL_ADAPTER_TESTS)]
+    # in the launch's folder, as every launch, so that the stage's meter counts its core-seconds
+    proc = subprocess.run(argv, cwd=workdir, env=env, capture_output=True, text=True, timeout=1200)
     output = f"[v090 adapter tests] verl {probe.stdout.strip() or probe.stderr[-2000:]}\n{proc.stdout}{proc.stderr}"
     return {"kind": "command", "code": proc.returncode, "seconds": round(time.monotonic() - began, 1),
             "output": text_file(ctx, "v090_adapter_tests", "stdout", output)}
