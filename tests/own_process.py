@@ -124,7 +124,7 @@ def _start_child(session) -> dict | None:
     tmp = tempfile.TemporaryDirectory()
     reports, log = Path(tmp.name) / "reports.jsonl", Path(tmp.name) / "child.log"
     root = session.config.rootpath
-    # -P: not the working directory on sys.path (as the parent's `pytest` script): both import the installed package
+    # -P: no working directory (the checkout) on sys.path: the child imports the package its environment installed
     cmd = [sys.executable, "-P", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(root),
            *(i.nodeid for i in items)]
     env = dict(os.environ, **{CHILD: str(reports)})

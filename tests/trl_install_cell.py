@@ -87,8 +87,8 @@ def main(tmp_path: Path) -> int:
     sh(python, "-c", "import sys, verl_hadw.trl; assert 'verl' not in sys.modules and 'ray' not in sys.modules")
 
     # the TRL adapter's own tests, against the installed package (pytest's script puts no checkout on sys.path):
-    # among them the documented example (test_trl_example.py) and the resume, bit for bit (test_trl_training.py)
-    # pytest, and PEFT for test_trl_features.py (TRL's optional dependency), without changing what is installed
+    # among them the documented example (test_trl_example.py) and the resume, bit for bit (test_trl_training.py).
+    # pytest, and PEFT for test_trl_features.py (TRL's optional dependency), pinned to change nothing installed
     start = time.monotonic()
     pins = tmp_path / "installed.txt"
     pins.write_text("".join(f"{k}=={v}\n" for k, v in after.items() if re.fullmatch(r"[0-9][0-9a-z.+]*", v)))
