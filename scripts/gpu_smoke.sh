@@ -67,7 +67,9 @@ if [[ $cpu == 1 ]]; then
   overrides+=("data.max_response_length=192")
   # separate_async trains a step as the launcher's mini-batches (verl_hadw.toy.modes sets them): no step-wide one
   mode=sync
-  for arg in ${user[@]+"${user[@]}"}; do [[ ${arg#+} == trainer.v1.trainer_mode=* ]] && mode=${arg#*=}; done
+  for arg in ${user[@]+"${user[@]}"}; do  # Hydra's trainer.v1.trainer_mode=, +... or ++...
+    [[ $arg =~ ^\+{0,2}trainer\.v1\.trainer_mode=(.*)$ ]] && mode=${BASH_REMATCH[1]}
+  done
   if [[ ${mode//[\"\']/} == separate_async ]]; then
     kept=()
     for arg in "${overrides[@]}"; do [[ $arg == actor_rollout_ref.actor.ppo_mini_batch_size=* ]] || kept+=("$arg"); done

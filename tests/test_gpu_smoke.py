@@ -108,7 +108,8 @@ def test_gpu_mode_overrides_pass_verls_config_checks(tmp_path, run):
     assert "trainer.total_training_steps=4" in proc.stdout and "trainer.total_training_steps=6" in proc.stdout
 
 
-@pytest.mark.parametrize("mode, mini_batch", [(None, True), ("trainer.v1.trainer_mode='separate_async'", False)])
+@pytest.mark.parametrize("mode, mini_batch", [(None, True), ("trainer.v1.trainer_mode='separate_async'", False),
+                                              ("++trainer.v1.trainer_mode=separate_async", False)])
 def test_cpu_separate_async_leaves_the_mini_batches_to_the_launcher(tmp_path, mode, mini_batch):
     """--cpu sets one mini-batch for the whole step, except in separate_async, where verl wants the step as
     ``parameter_sync_step`` mini-batches and the demo launcher sets them (verl_hadw.toy.modes): a step-wide one

@@ -1,9 +1,10 @@
-"""Can verl 0.9.1 train beside the installed TRL? (Both in one environment: the ``[trl]`` extra beside verl.)
+"""Can verl 0.9 train beside the installed TRL? (Both in one environment: the ``[trl]`` extra beside verl.)
 
-verl 0.9.1's FSDP workers call ``apply_monkey_patch``, which imports TRL's ``AutoModelForCausalLMWithValueHead``
-whenever TRL is installed (to patch its ``state_dict``). TRL 1.x removed that class, so in an environment with TRL
-1.x every verl actor fails at start-up with ``ImportError: cannot import name 'AutoModelForCausalLMWithValueHead'``.
-``verl_hadw.cpu`` works around it for CPU runs (``cpu/patches.py``); ``verl-hadw doctor`` warns about it elsewhere.
+verl 0.9's FSDP workers (0.9.0 and 0.9.1) call ``apply_monkey_patch``, which imports TRL's
+``AutoModelForCausalLMWithValueHead`` whenever TRL is installed (to patch its ``state_dict``). TRL 1.x removed that
+class, so in an environment with TRL 1.x every verl actor fails at start-up with ``ImportError: cannot import name
+'AutoModelForCausalLMWithValueHead'``. ``verl_hadw.cpu`` works around it for CPU runs (``cpu/patches.py``);
+``verl-hadw doctor`` warns about it elsewhere.
 Pure Python: nothing is imported until a function is called.
 """
 
@@ -14,14 +15,14 @@ import importlib.util
 import warnings
 
 CLASH = (
-    "TRL {version} is installed beside verl: verl 0.9.1's FSDP workers import TRL's "
+    "TRL {version} is installed beside verl: verl 0.9's FSDP workers import TRL's "
     "AutoModelForCausalLMWithValueHead, which TRL 1.x removed, so verl training fails at start-up in this "
     "environment (verl_hadw.cpu's CPU runs work around it). Keep the [trl] extra out of verl training environments."
 )
 
 
 def trl_has_value_head() -> bool:
-    """Whether TRL is importable and still ships ``AutoModelForCausalLMWithValueHead`` (where verl 0.9.1 looks)."""
+    """Whether TRL is importable and still ships ``AutoModelForCausalLMWithValueHead`` (where verl 0.9 looks)."""
     try:
         if importlib.util.find_spec("trl") is None:
             return False
@@ -39,7 +40,7 @@ def trl_has_value_head() -> bool:
 
 
 def verl_trl_clash() -> str | None:
-    """The warning text when the installed TRL breaks verl 0.9.1's workers; None when it does not (or is absent)."""
+    """The warning text when the installed TRL breaks verl 0.9's workers; None when it does not (or is absent)."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
