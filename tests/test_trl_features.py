@@ -16,7 +16,7 @@ import math
 import pytest
 import torch
 from datasets import Dataset
-from trl_helpers import BATCH, accuracy, config, one_thread, toy_dataset, trainer
+from trl_helpers import BATCH, accuracy, config, toy_dataset, trainer
 
 from verl_hadw.core.anchor.machine import AnchorState
 from verl_hadw.toy.assets import build_model, build_tokenizer
@@ -25,15 +25,9 @@ from verl_hadw.toy.task import compute_score
 STEPS = 2
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = one_thread()
-    yield
-    torch.set_num_threads(before)
-
-
 def train(t):
-    """Trains ``t``; returns its training log entries and the parameters, named, before and after."""
+    """Trains ``t`` and checks what every run must show; returns its training log entries and the names of the
+    parameters that moved."""
     before = {n: p.detach().clone() for n, p in t.model.named_parameters()}
     t.train()
     after = dict(t.model.named_parameters())

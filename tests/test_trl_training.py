@@ -14,27 +14,17 @@ import os
 
 import pytest
 import torch
-from trl_helpers import BATCH, config, one_thread, trained_on_what_it_buffered, trainer
+from trl_helpers import BATCH, config, trained_on_what_it_buffered, trainer
 
 from verl_hadw.core.anchor.file_format import STATE_FILE
 from verl_hadw.core.anchor.machine import AnchorState
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = one_thread()
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.fixture(scope="module")
 def hadw_run(tmp_path_factory):
     """HA-DW, four steps, checkpoints at steps 2 and 4: shared by the tests below (one training run)."""
-    before = one_thread()
-    out = tmp_path_factory.mktemp("hadw")
-    t = trainer(config(out, max_steps=4, save_strategy="steps", save_steps=2))
+    t = trainer(config(tmp_path_factory.mktemp("hadw"), max_steps=4, save_strategy="steps", save_steps=2))
     t.train()
-    torch.set_num_threads(before)
     return t
 
 

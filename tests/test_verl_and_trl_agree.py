@@ -8,17 +8,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from trl_helpers import GROUP, config, one_thread, trained_on_what_it_buffered, trainer
+from trl_helpers import GROUP, config, trained_on_what_it_buffered, trainer
 
 from verl_hadw.verl_adapter.estimators import compute_dgpo_outcome_advantage, compute_hadw_outcome_advantage
 from verl_hadw.verl_adapter.process_state import reset
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = one_thread()
-    yield
-    torch.set_num_threads(before)
 
 
 def verl_replay(t, estimator):

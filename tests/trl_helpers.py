@@ -85,13 +85,6 @@ def trainer(args: HadwGRPOConfig, reward_funcs=None, seed: int = 0, **kwargs) ->
     return RecordingTrainer(processing_class=tokenizer, reward_funcs=reward_funcs or accuracy, args=args, **kwargs)
 
 
-def one_thread():
-    """Torch on one thread for the duration (the machine's two cores are shared: two threads contend)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    return before
-
-
 def trained_on_what_it_buffered(t: RecordingTrainer) -> None:
     """Each generation's advantages, as TRL buffered them, are what its loss read, ``num_iterations`` times over
     (shuffled by TRL within the batch); and some carry signal, or a test built on them would prove little."""
