@@ -211,6 +211,11 @@ V090_SITE = "verl090_site"
 _V090_LOCK = threading.Lock()
 
 
+def v090_ready(ctx: Context) -> Path:
+    """The overlay's stamp: the verl version a process imported there, written once its checks passed."""
+    return ctx.root / f"{V090_SITE}.ok"
+
+
 def verl090(ctx: Context) -> dict:
     """The environment of verl 0.9.0 runs: ``PYTHONPATH`` starting at ``<root>/verl090_site``, where verl 0.9.0's
     wheel is unpacked without dependencies, so every process of a run (Ray's workers inherit the variable) imports
@@ -220,7 +225,7 @@ def verl090(ctx: Context) -> dict:
     import subprocess
 
     site = ctx.root / V090_SITE
-    ready = ctx.root / f"{V090_SITE}.ok"  # written once the checks passed: a launch never uses an unchecked overlay
+    ready = v090_ready(ctx)  # written once the checks passed: a launch never uses an unchecked overlay
     env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
     with _V090_LOCK:
         if not ready.exists():
@@ -299,16 +304,15 @@ def v090_adapter_tests(ctx: Context) -> dict:
     import subprocess
 
     workdir = ctx.workdir("v090_adapter_tests")
-    env = {**os.environ, **verl090(ctx)}
     began = time.monotonic()
-    probe = subprocess.run([sys.executable, "-c", "import verl; print(verl.__version__)"], env=env,
-                           capture_output=True, text=True)
+    env = {**os.environ, **verl090(ctx)}
+    imported = v090_ready(ctx).read_text().strip()  # the verl a process imports there, as verl090 probed it
     argv = [sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", "--rootdir", str(ROOT), "-c",
             str(ROOT / "pytest.ini"), "--basetemp", str(workdir / "pytest"), "-m", "not verl091", "--deselect",
             f"tests/{NOT_ON_V090}", *(str(ROOT / "tests" / name) for name in VERL_ADAPTER_TESTS)]
     # in the launch's folder, as every launch, so that the stage's meter counts its core-seconds
     proc = subprocess.run(argv, cwd=workdir, env=env, capture_output=True, text=True, timeout=1200)
-    output = f"[v090 adapter tests] verl {probe.stdout.strip() or probe.stderr[-2000:]}\n{proc.stdout}{proc.stderr}"
+    output = f"[v090 adapter tests] verl {imported}\n{proc.stdout}{proc.stderr}"
     return {"kind": "command", "code": proc.returncode, "seconds": round(time.monotonic() - began, 1),
             "output": text_file(ctx, "v090_adapter_tests", "stdout", output)}
 
