@@ -12,7 +12,7 @@ from setuptools import find_packages, setup
 
 HERE = Path(__file__).resolve().parent
 META = dict(
-    re.findall(r'^(__version__|VERL_VERSION|VERL_RANGE|TRL_RANGE) = "([^"]+)"',
+    re.findall(r'^(__version__|VERL_VERSION|VERL_RANGE|TRL_RANGE|SWIFT_RANGE) = "([^"]+)"',
                (HERE / "verl_hadw" / "__init__.py").read_text(), re.M)
 )
 VERL = f"verl{META['VERL_RANGE']}"
@@ -33,6 +33,9 @@ CONFIG_PACKAGES = ["verl_hadw_configs"] + sorted(
 EXTRAS = {
     "verl": VERL_EXTRA,  # the verl plugin (verl_hadw.verl_adapter): beside the user's verl, within VERL_RANGE
     "trl": [f"trl{META['TRL_RANGE']}"],  # HA-DW / DGPO in TRL's GRPOTrainer (verl_hadw.trl): no verl, Ray or vLLM
+    # HA-DW / DGPO in ms-swift's GRPO (verl_hadw.swift_adapter), in swift's own environment (it pins trl<1.0);
+    # msgspec: swift imports it without declaring it
+    "swift": [f"ms-swift{META['SWIFT_RANGE']}", "msgspec"],
     # reward checker, results plot (datasets, pandas, tensorboard: verl); the kit composes and runs verl configs
     "repro": [*VERL_EXTRA, "math-verify", "matplotlib"],
     "research": [*VERL_EXTRA, "scipy", "matplotlib"],  # bias theory, simulator plots (the simulator calls verl)
@@ -65,6 +68,6 @@ setup(
     extras_require=EXTRAS,
     entry_points={
         "verl.plugins": ["verl_hadw = verl_hadw.verl_adapter.entry_point"],
-        "console_scripts": ["verl-hadw = verl_hadw.cli:main"],
+        "console_scripts": ["verl-hadw = verl_hadw.cli:main", "verl-hadw-swift = verl_hadw.swift_adapter.cli:main"],
     },
 )

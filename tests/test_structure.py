@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "verl_hadw"
 
 # room -> (the modules in it, as prefixes of dotted names; the rooms it may import besides itself)
-ADAPTERS = ["verl_adapter", "trl"]
+ADAPTERS = ["verl_adapter", "trl", "swift_adapter"]
 ROOMS = {
     # the framework-free core: nothing of ours outside it (tests/test_core_alone.py: nor any framework)
     "core": (["verl_hadw.core"], []),
@@ -26,7 +26,11 @@ ROOMS = {
     # verl's reward function (pkg://verl_hadw.reward)
     "verl_adapter": (["verl_hadw.verl_adapter", "verl_hadw.callback", "verl_hadw.register", "verl_hadw.reward"],
                      ["core", "support"]),
-    "trl": (["verl_hadw.trl"], ["core", "support"]),  # never verl's adapter: a TRL install has no verl
+    # what the HF-Trainer-based adapters share: the core and transformers only
+    "hf_trainer": (["verl_hadw.hf_trainer"], ["core", "support"]),
+    "trl": (["verl_hadw.trl"], ["core", "support", "hf_trainer"]),  # never verl's adapter: a TRL install has no verl
+    # ms-swift's adapter: its own environment (trl<1.0), so never TRL's adapter, nor verl's
+    "swift_adapter": (["verl_hadw.swift_adapter"], ["core", "support", "hf_trainer"]),
     "cpu": (["verl_hadw.cpu"], ["core", "support", "verl_adapter"]),
     "toy": (["verl_hadw.toy"], ["core", "support", "verl_adapter"]),
     "repro": (["verl_hadw.repro"], ["core", "support", "verl_adapter", "toy"]),

@@ -22,18 +22,16 @@ import torch
 from transformers.trainer_utils import get_last_checkpoint
 from trl import GRPOTrainer
 
-from verl_hadw.core.advantages import dgpo_call, hadw_call
 from verl_hadw.core.errors import ConfigError
-from verl_hadw.core.groups import prepare_batch
 from verl_hadw.core.metric_values import MetricBuffer
+from verl_hadw.core.reward_matrix import RewardColumns, generation_advantages
+from verl_hadw.hf_trainer.checkpoint_anchor import AnchorCheckpointCallback
 from verl_hadw.trl.grpo_config import HadwGRPOConfig
-from verl_hadw.trl.trainer_anchor import AnchorCheckpointCallback, OptionsRecord, TrainerAnchor
+from verl_hadw.trl.trainer_anchor import OptionsRecord, TrainerAnchor
 from verl_hadw.trl.trl_terms import TRL
 from verl_hadw.trl.trl_version import check_trl_version
 
 __all__ = ["HadwGRPOTrainer"]
-
-_VERL_ONLY_METRICS = ("hadw/actor_recoveries",)  # about verl's Ray actor; TRL's anchor lives in each process
 
 
 class HadwGRPOTrainer(GRPOTrainer):
@@ -51,8 +49,7 @@ class HadwGRPOTrainer(GRPOTrainer):
             )
         super().__init__(model, reward_funcs, args, *rest, **kwargs)
         self.hadw_cfg = args.hadw_options()
-        dgpo = args.adv_estimator == "dgpo" or self.hadw_cfg.base == "dgpo"
-        self.dgpo_cfg = args.dgpo_options() if dgpo else None
+        self.dgpo_cfg = args.dgpo_options() if args.uses_dgpo() else None
         index, names = args.accuracy_reward_index, self.reward_func_names
         if index is not None and index >= len(names):
             raise ConfigError(
@@ -106,72 +103,15 @@ class HadwGRPOTrainer(GRPOTrainer):
 
     # ---------------------------------------------------------------------------------------- the estimator
     def hadw_advantages(self, rewards_per_func: torch.Tensor, lengths: torch.Tensor, mode: str = "train"):
-        """(B,) advantages of one generation batch, and its hadw/* dgpo/* metrics.
+        """(B,) advantages of one generation batch, and its hadw/* dgpo/* metrics (``core.reward_matrix``).
 
         rewards_per_func: (B, n_funcs), TRL's gathered rewards (NaN: a function returned None); groups are
         consecutive runs of ``num_generations`` rows. lengths: (B,) each completion's loss tokens (DGPO's Eq. 3).
         In training HA-DW's anchor observes the batch (at step ``state.global_step + 1``); in evaluation it does not.
         """
-        args = self.args
-        group_size = self.num_generations if mode == "train" else self.num_generations_eval
-        scores, acc_scores = self._scores(rewards_per_func)
-        hint = "" if acc_scores is not None else (
-            f"; or, if one of reward_funcs ({', '.join(self.reward_func_names)}) is the accuracy (0 or 1), name it: "
-            "accuracy_reward_index=<its position> (the advantage stays on the combined reward)")
-        index = torch.arange(scores.numel(), device=scores.device) // group_size
-        with torch.no_grad():
-            b = prepare_batch(scores.unsqueeze(-1), torch.ones_like(scores, dtype=torch.long).unsqueeze(-1), index)
-            step = self.state.global_step + 1
-            if self.anchor is None:
-                adv, counts = dgpo_call(b, self.dgpo_cfg, args.norm_by_std(), TRL.key, acc_scores, lengths,
-                                        accuracy_hint=hint)
-                self._hadw_metrics.record_dgpo(step, counts)
-            else:
-                def view(correct: float, count: int):
-                    if mode == "train":
-                        return self.anchor.observe(step, correct, count)
-                    return self.anchor.preview(correct, count)  # evaluation: a copy of the anchor observes
-
-                def checked(correct: float, count: int):  # what view() will return, with the anchor left as it is
-                    return self.anchor.peek(step, correct, count) if mode == "train" else view(correct, count)
-
-                call = hadw_call(b, self.hadw_cfg, self.dgpo_cfg, args.norm_by_std(), view, TRL.key, acc_scores,
-                                 lengths, preview=checked, accuracy_hint=hint)
-                adv, step = call.advantages, call.view.step
-                self._hadw_metrics.record_hadw(call.view, call.phi, self.hadw_cfg.lambda_scale)
-                if call.dgpo_counts is not None:
-                    self._hadw_metrics.record_dgpo(step, call.dgpo_counts)
-        values = {k: v for k, v in self._hadw_metrics.pop(step).items() if k not in _VERL_ONLY_METRICS}
-        return adv, values
-
-    def _scores(self, rewards_per_func: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """(B,) the weighted sum of the rewards (TRL's ``sum_then_normalize`` input), and the accuracy reward's
-        column (None: the scores are the accuracy). A completion without a reward (None, NaN) or with an infinite
-        one is an error naming the function."""
-        names, index = self.reward_func_names, self.args.accuracy_reward_index
-        infinite = torch.isinf(rewards_per_func)
-        if bool(infinite.any()):
-            funcs = infinite.any(dim=0).nonzero().squeeze(-1).tolist()
-            rows = infinite.any(dim=1).nonzero().squeeze(-1)[:5].tolist()
-            raise ValueError(
-                f"the reward function {' and '.join(repr(names[f]) for f in funcs)} returned an infinite value "
-                f"(e.g. {float(rewards_per_func[infinite][0])}) for completions {rows} of this generation batch: HA-DW "
-                "and DGPO need a finite score for every completion (its group's statistics and the batch accuracy "
-                "include it). Make the reward function return a finite number (e.g. clip it)."
-            )
-        missing = torch.isnan(rewards_per_func)
-        checks = [(missing.all(dim=1), f"every reward function ({', '.join(repr(n) for n in names)})")]
-        if index is not None:
-            checks.append((missing[:, index], f"the accuracy reward function {names[index]!r} (accuracy_reward_index="
-                                              f"{index})"))
-        for unscored, which in checks:
-            if not bool(unscored.any()):
-                continue
-            rows = unscored.nonzero().squeeze(-1)[:5].tolist()
-            raise ValueError(
-                f"{which} returned None or NaN for completions {rows} of this generation batch: HA-DW and DGPO need "
-                "a score for every completion (its group's statistics and the batch accuracy include it). Make "
-                "the reward function return a number (e.g. 0.0 for an unparseable answer)."
-            )
-        scores = (rewards_per_func * self.reward_weights.to(rewards_per_func.device)).nansum(dim=1)
-        return scores, (rewards_per_func[:, index] if index is not None else None)
+        columns = RewardColumns(self.reward_func_names, self.reward_weights, self.args.accuracy_reward_index)
+        return generation_advantages(
+            rewards_per_func, lengths, self.num_generations if mode == "train" else self.num_generations_eval,
+            columns, hadw_cfg=self.hadw_cfg, dgpo_cfg=self.dgpo_cfg, norm_by_std=self.args.norm_by_std(),
+            anchor=self.anchor, step=self.state.global_step + 1, training=mode == "train",
+            metrics=self._hadw_metrics, terms=TRL)

@@ -1,0 +1,117 @@
+"""A generation batch's reward matrix -> HA-DW's or DGPO's advantages and metrics (HF-Trainer-style frameworks).
+
+TRL's and ms-swift's GRPO trainers both hand the advantage step a ``(B, n_funcs)`` matrix of rewards, gathered from
+every process (so every rank sees the same one), one column per reward function, NaN where a function returned
+None; groups are consecutive runs of ``group_size`` rows. ``generation_advantages`` turns it into the ``(B,)``
+advantages through the equations (``core.advantages``) and the run's anchor, and returns the ``hadw/*`` ``dgpo/*``
+values to log. Pure torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+import torch
+
+from verl_hadw.core.advantages import dgpo_call, hadw_call
+from verl_hadw.core.anchor.machine import AnchorView
+from verl_hadw.core.groups import prepare_batch
+from verl_hadw.core.metric_values import MetricBuffer
+from verl_hadw.core.options import DgpoConfig, HadwConfig
+from verl_hadw.core.terms import Terms
+
+__all__ = ["RewardColumns", "StepAnchor", "scores_of", "generation_advantages", "VERL_ONLY_METRICS"]
+
+VERL_ONLY_METRICS = ("hadw/actor_recoveries",)  # about verl's Ray actor; these trainers' anchor lives in each process
+
+
+@dataclass(frozen=True)
+class RewardColumns:
+    """What the columns of the reward matrix are: each function's name, its weight, which one is the accuracy
+    (None: the weighted sum is the score the accuracy is read from)."""
+
+    names: Sequence[str]
+    weights: torch.Tensor  # (n_funcs,)
+    accuracy_index: int | None
+
+
+class StepAnchor(Protocol):
+    """The anchor of one trainer (``hf_trainer.checkpoint_anchor.TrainerAnchor``)."""
+
+    def observe(self, step: int, correct: float, count: int) -> AnchorView: ...
+    def peek(self, step: int, correct: float, count: int) -> AnchorView: ...
+    def preview(self, correct: float, count: int) -> AnchorView: ...
+
+
+def scores_of(rewards_per_func: torch.Tensor, columns: RewardColumns,
+              terms: Terms) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(B,) the weighted sum of the rewards (GRPO's ``sum_then_normalize`` input), and the accuracy reward's column
+    (None: the scores are the accuracy). A completion without a reward (None, NaN) or with an infinite one is an
+    error naming the function."""
+    names, index = columns.names, columns.accuracy_index
+    infinite = torch.isinf(rewards_per_func)
+    if bool(infinite.any()):
+        funcs = infinite.any(dim=0).nonzero().squeeze(-1).tolist()
+        rows = infinite.any(dim=1).nonzero().squeeze(-1)[:5].tolist()
+        raise ValueError(
+            f"the reward function {' and '.join(repr(names[f]) for f in funcs)} returned an infinite value "
+            f"(e.g. {float(rewards_per_func[infinite][0])}) for completions {rows} of this generation batch: HA-DW "
+            "and DGPO need a finite score for every completion (its group's statistics and the batch accuracy "
+            "include it). Make the reward function return a finite number (e.g. clip it)."
+        )
+    missing = torch.isnan(rewards_per_func)
+    checks = [(missing.all(dim=1), f"every reward function ({', '.join(repr(n) for n in names)})")]
+    if index is not None:
+        checks.append((missing[:, index], f"the accuracy reward function {names[index]!r} "
+                                          f"({terms.key('accuracy_reward_index')}={index})"))
+    for unscored, which in checks:
+        if not bool(unscored.any()):
+            continue
+        rows = unscored.nonzero().squeeze(-1)[:5].tolist()
+        raise ValueError(
+            f"{which} returned None or NaN for completions {rows} of this generation batch: HA-DW and DGPO need "
+            "a score for every completion (its group's statistics and the batch accuracy include it). Make "
+            "the reward function return a number (e.g. 0.0 for an unparseable answer)."
+        )
+    scores = (rewards_per_func * columns.weights.to(rewards_per_func.device)).nansum(dim=1)
+    return scores, (rewards_per_func[:, index] if index is not None else None)
+
+
+def generation_advantages(
+    rewards_per_func: torch.Tensor, lengths: torch.Tensor, group_size: int, columns: RewardColumns, *,
+    hadw_cfg: HadwConfig, dgpo_cfg: DgpoConfig | None, norm_by_std: bool, anchor: StepAnchor | None, step: int,
+    training: bool, metrics: MetricBuffer, terms: Terms,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """(B,) advantages of one generation batch, and its hadw/* dgpo/* metric values.
+
+    rewards_per_func: (B, n_funcs), gathered over processes; groups are consecutive runs of ``group_size`` rows.
+    lengths: (B,) each completion's loss tokens, gathered in the same order (DGPO's Eq. 3). anchor: None runs DGPO;
+    else HA-DW, whose anchor observes the batch at optimizer step ``step`` in training and only previews it in
+    evaluation (``training=False``). ``dgpo_cfg``: DGPO's options when DGPO runs (alone, or as HA-DW's base).
+    """
+    scores, acc_scores = scores_of(rewards_per_func, columns, terms)
+    hint = "" if acc_scores is not None else (
+        f"; or, if one of reward_funcs ({', '.join(columns.names)}) is the accuracy (0 or 1), name it: "
+        f"{terms.key('accuracy_reward_index')}=<its position> (the advantage stays on the combined reward)")
+    index = torch.arange(scores.numel(), device=scores.device) // group_size
+    with torch.no_grad():
+        b = prepare_batch(scores.unsqueeze(-1), torch.ones_like(scores, dtype=torch.long).unsqueeze(-1), index)
+        if anchor is None:
+            adv, counts = dgpo_call(b, dgpo_cfg, norm_by_std, terms.key, acc_scores, lengths, accuracy_hint=hint)
+            metrics.record_dgpo(step, counts)
+        else:
+            def view(correct: float, count: int) -> AnchorView:
+                return anchor.observe(step, correct, count) if training else anchor.preview(correct, count)
+
+            def checked(correct: float, count: int) -> AnchorView:  # what view() returns, the anchor left as it is
+                return anchor.peek(step, correct, count) if training else view(correct, count)
+
+            call = hadw_call(b, hadw_cfg, dgpo_cfg, norm_by_std, view, terms.key, acc_scores, lengths,
+                             preview=checked, accuracy_hint=hint)
+            adv, step = call.advantages, call.view.step
+            metrics.record_hadw(call.view, call.phi, hadw_cfg.lambda_scale)
+            if call.dgpo_counts is not None:
+                metrics.record_dgpo(step, call.dgpo_counts)
+    values = {k: v for k, v in metrics.pop(step).items() if k not in VERL_ONLY_METRICS}
+    return adv, values

@@ -1,0 +1,67 @@
+"""``rlhf_main``: swift's ``rlhf`` pipeline with HA-DW's or DGPO's advantages (the Python entry; ``cli`` runs it).
+
+One pass over the command line before anything loads: our flags are split out and checked (``arguments``), swift's
+are parsed by swift's own parser, a flag neither takes is refused with "did you mean", and swift's settings are
+honoured or refused (``settings``). Then swift's ``SwiftRLHF`` pipeline runs unchanged, its trainer factory
+pointed at ``HadwSwiftGRPOTrainer`` for the length of the run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from unittest import mock
+
+from verl_hadw.swift_adapter.arguments import HadwSwiftArguments, help_text, refuse_unknown, split_arguments
+from verl_hadw.swift_adapter.settings import check_settings
+from verl_hadw.swift_adapter.swift_version import check_swift_version
+
+__all__ = ["rlhf_main", "parse"]
+
+
+def parse(argv: list[str]):
+    """(swift's ``RLHFArguments``, our ``HadwSwiftArguments``), both checked: a ``ConfigError`` names the flag."""
+    check_swift_version()
+    ours, rest = split_arguments(argv)
+    from swift.arguments import RLHFArguments
+    from swift.utils import parse_args
+
+    args, remaining = parse_args(RLHFArguments, rest)
+    if remaining:
+        refuse_unknown(remaining, [f.name for f in dataclasses.fields(RLHFArguments)], args.ignore_args_error)
+    ours.scale_rewards = args.scale_rewards
+    ours.check_adapter_fields()
+    check_settings(args, ours)
+    return args, ours
+
+
+def rlhf_main(argv: list[str] | None = None):
+    """``swift rlhf`` with ``--adv_estimator hadw|dgpo`` and the ``--hadw_*`` / ``--dgpo_*`` flags (argv: the
+    arguments after ``rlhf``; default ``sys.argv[1:]``). Returns what swift's pipeline returns."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "-h" in argv or "--help" in argv:
+        print(help_text(), flush=True)
+        from swift.pipelines import rlhf_main as swift_rlhf_main
+
+        return swift_rlhf_main(["--help"])  # swift's own arguments follow (argparse exits)
+    args, ours = parse(argv)
+    return _pipeline(args, ours).main()
+
+
+def _pipeline(args, ours: HadwSwiftArguments):
+    from swift.pipelines.train.rlhf import SwiftRLHF
+    from swift.trainers import TrainerFactory
+
+    from verl_hadw.swift_adapter.grpo_trainer import TRAINER_PATH
+
+    class HadwSwiftRLHF(SwiftRLHF):
+        """Swift's RLHF pipeline: its trainer is ``HadwSwiftGRPOTrainer``, handed the run's HA-DW / DGPO options."""
+
+        def _get_trainer_kwargs(self):
+            return {**super()._get_trainer_kwargs(), "hadw_args": ours}
+
+        def run(self):
+            with mock.patch.dict(TrainerFactory.TRAINER_MAPPING, {"grpo": TRAINER_PATH}):
+                return super().run()
+
+    return HadwSwiftRLHF(args)

@@ -1,0 +1,21 @@
+"""The script swift's ``cli_main`` runs for ``verl-hadw-swift rlhf`` (in place of ``swift/cli/rlhf.py``): directly,
+or under ``torch.distributed.run`` when ``NPROC_PER_NODE`` / ``NNODES`` are set."""
+
+if __name__ == "__main__":
+    import os
+    import sys
+
+    # run as a file, Python put this folder first on sys.path: drop it, so no module here can shadow another package
+    if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
+        sys.path.pop(0)
+    from swift.cli.utils import try_use_single_device_mode
+
+    try_use_single_device_mode()
+    from verl_hadw.core.errors import ConfigError
+    from verl_hadw.swift_adapter.pipeline import rlhf_main
+
+    try:
+        rlhf_main()
+    except ConfigError as exc:  # a refused setting or flag: one line, before any model loads
+        print(f"verl-hadw-swift rlhf: error: {exc}", file=sys.stderr)
+        sys.exit(2)

@@ -1,0 +1,124 @@
+"""Every swift setting that would change what HA-DW or DGPO compute: honoured, or refused at start-up in one line.
+
+``check_settings`` runs on swift's parsed ``RLHFArguments`` before a model is loaded; ``check_trainer`` on the built
+trainer, for what swift decides only there (a multi-turn run whose sample count varies per prompt). ``REFUSALS``
+is the table docs/swift.md shows (kept equal by a test). DGPO's valid-token averaging (Eq. 3) is folded into the
+advantages as T_all / T_valid; it is exact where swift's loss divides an optimizer step's token sum by the loss
+tokens of the whole generation batch, gathered over processes (``LOSS_TYPES``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from verl_hadw.core.errors import ConfigError
+from verl_hadw.swift_adapter.arguments import HadwSwiftArguments
+
+__all__ = ["REFUSALS", "LOSS_TYPES", "check_settings", "check_loss_type", "check_trainer", "refusals_table",
+           "loss_type_table"]
+
+_OFF = "or set --dgpo_valid_token_norm false (DGPO without Eq. 3's valid-token averaging)"
+_GLOBAL = ("divides by the loss tokens of the whole generation batch, gathered over processes "
+           "(`num_items_in_batch`): T_all / T_valid makes it Eq. 3's valid-token mean")
+# loss_type -> (exact, why), for swift 4.0-4.6's GRPOTrainer loss
+LOSS_TYPES: dict[str, tuple[bool, str]] = {
+    "dapo": (True, _GLOBAL),
+    "cispo": (True, _GLOBAL),
+    "grpo": (False, "averages each completion over its own length first: a mean of sequence means, not a token mean"),
+    "sapo": (False, "averages each completion over its own length first, like grpo"),
+    "bnpo": (False, "divides by each process's micro-batch tokens, not by the generation batch's"),
+    "dr_grpo": (False, "divides by a constant (batch size × max_completion_length), not by tokens"),
+}
+
+# (swift setting as a user writes it, is it set?, why it is refused); a == value reads RLHFArguments after parsing
+_Check = Callable[[Any], bool]
+REFUSALS: list[tuple[str, _Check, str]] = [
+    ("--rlhf_type other than grpo", lambda a: a.rlhf_type != "grpo",
+     "HA-DW and DGPO replace GRPO's advantage; other rlhf types run under swift rlhf"),
+    ("--advantage_estimator rloo | reinforce_plus_plus", lambda a: a.advantage_estimator != "grpo",
+     "their baselines are not GRPO's group mean, which HA-DW reweights and DGPO replaces"),
+    ("--scale_rewards batch", lambda a: a.scale_rewards == "batch",
+     "a batch-wide std has no counterpart: both methods normalise within each group (group: GRPO's std, none: "
+     "Dr.GRPO)"),
+    ("--scale_rewards gdpo", lambda a: a.scale_rewards == "gdpo",
+     "GDPO normalises each reward function on its own; HA-DW and DGPO read the weighted sum of the rewards"),
+    ("--dynamic_sample true", lambda a: bool(getattr(a, "dynamic_sample", False)),
+     "DAPO's resampling drops and redraws groups, so the anchor's y_t would be the accuracy of a filtered batch"),
+    ("--kl_in_reward true", lambda a: bool(getattr(a, "kl_in_reward", False)),
+     "the KL penalty would enter the rewards the accuracy and difficulty are read from"),
+    ("--sequence_parallel_size > 1", lambda a: (getattr(a, "sequence_parallel_size", 1) or 1) > 1,
+     "swift regroups samples across the sequence-parallel group; the adapter is checked without it"),
+    ("--use_flash_ckpt true", lambda a: bool(getattr(a, "use_flash_ckpt", False)),
+     "flash checkpoints are written asynchronously outside checkpoint-N, where the anchor file is saved"),
+    ("--advantage_reweight rlsd, --sdar_loss_coef > 0",
+     lambda a: getattr(a, "advantage_reweight", None) is not None or (getattr(a, "sdar_loss_coef", 0) or 0) > 0,
+     "they rewrite the advantage per token after it is computed; untested with HA-DW's and DGPO's"),
+    ("--teacher_model, --teacher_model_server",
+     lambda a: getattr(a, "teacher_model", None) is not None or getattr(a, "teacher_model_server", None) is not None,
+     "OPD-RL adds a teacher's log-ratio to the advantage per token; untested with HA-DW's and DGPO's"),
+    ("--loss_type real", lambda a: _loss_type(a) == "real",
+     "REAL forces scale_rewards none and replaces the advantage-weighted loss"),
+]
+
+
+def _loss_type(args) -> str:
+    loss_type = getattr(args, "loss_type", None)
+    return loss_type[0] if isinstance(loss_type, (list, tuple)) and len(loss_type) == 1 else loss_type
+
+
+def check_loss_type(loss_type: str, steps_per_generation: int | None, gradient_accumulation_steps: int) -> None:
+    """Raise ``ConfigError`` unless DGPO's valid-token averaging is exact under these swift settings."""
+    if loss_type not in LOSS_TYPES:
+        raise ConfigError(f"--loss_type {loss_type} is not one verl-hadw has checked against DGPO's valid-token "
+                          f"averaging (checked: {', '.join(LOSS_TYPES)}): use --loss_type dapo, {_OFF}.")
+    exact, why = LOSS_TYPES[loss_type]
+    if not exact:
+        raise ConfigError(f"--loss_type {loss_type} {why.replace('`', '')}, so DGPO's valid-token averaging (Eq. 3, "
+                          f"--dgpo_valid_token_norm true) would not be exact. Use --loss_type dapo (or cispo), {_OFF}.")
+    if steps_per_generation is not None and steps_per_generation != gradient_accumulation_steps:
+        raise ConfigError(
+            f"--steps_per_generation {steps_per_generation} with --gradient_accumulation_steps "
+            f"{gradient_accumulation_steps}: an optimizer step then sees a share of a generation batch's tokens (or "
+            f"several batches'), so DGPO's valid-token averaging would hold only on average. Leave "
+            f"--steps_per_generation unset (it defaults to --gradient_accumulation_steps), {_OFF}.")
+
+
+def check_settings(args, ours: HadwSwiftArguments) -> None:
+    """Every swift setting in ``REFUSALS``, and the loss type where DGPO's valid-token averaging runs: refused in
+    one line naming the setting, before a model is loaded."""
+    for setting, is_set, why in REFUSALS:
+        if is_set(args):
+            raise ConfigError(f"{setting} is not supported with --adv_estimator {ours.adv_estimator}: {why}.")
+    if ours.uses_valid_token_norm():
+        check_loss_type(_loss_type(args), getattr(args, "steps_per_generation", None),
+                        args.gradient_accumulation_steps)
+
+
+def check_trainer(trainer, ours: HadwSwiftArguments) -> None:
+    """What swift decides when it builds the trainer: the reward functions, a varying sample count."""
+    if getattr(trainer, "dynamic_num_samples", False):
+        raise ConfigError(
+            "this multi-turn run's sample count varies per prompt (swift's dynamic_num_samples): HA-DW's and DGPO's "
+            "groups are consecutive runs of --num_generations completions. Use a multi-turn scheduler that returns "
+            "one sample per completion, or swift rlhf.")
+    index, names = ours.accuracy_reward_index, trainer.reward_func_names
+    if index is not None and index >= len(names):
+        raise ConfigError(
+            f"--accuracy_reward_index {index} is out of range: there are {len(names)} reward function(s) "
+            f"({', '.join(f'{i}: {n}' for i, n in enumerate(names))}); valid: 0..{len(names) - 1}, or leave it unset.")
+
+
+def refusals_table() -> str:
+    """docs/swift.md's table of refused settings (kept equal by a test)."""
+    rows = ["| swift setting | why it is refused |", "|---|---|"]
+    rows += [f"| `{setting}` | {why} |" for setting, _, why in REFUSALS]
+    return "\n".join(rows)
+
+
+def loss_type_table() -> str:
+    """docs/swift.md's table of loss types under DGPO's valid-token averaging (kept equal by a test)."""
+    rows = ["| `--loss_type` | valid-token averaging | why |", "|---|---|---|"]
+    for name, (exact, why) in LOSS_TYPES.items():
+        verdict = "exact (with `--steps_per_generation` = `--gradient_accumulation_steps`)" if exact else "**refused**"
+        rows.append(f"| `{name}` | {verdict} | {why} |")
+    return "\n".join(rows)
