@@ -11,6 +11,7 @@ No Python loop over rows: numeric and fixed-width string arrays are factorised b
 (verl's uids) by comparing each label with its neighbour (vectorised), then a dict over the first label of each run
 of equal labels, one entry per group in practice. Ids are numbered in a canonical order of the labels (numbers by
 value, then text, bytes, None, anything else by type and repr), so they do not depend on the order of the rows.
+Tensor labels (TRL's) stay on their device: sorted, and numbered by run, without a read by the host.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import numbers
 import numpy as np
 import torch
 
-__all__ = ["group_ids", "as_labels"]
+__all__ = ["group_ids", "as_labels", "as_valid_index", "tensor_ids_where"]
 
 _NOT_SCALAR = (list, tuple, dict, set, frozenset, np.ndarray, torch.Tensor)
 
@@ -67,14 +68,47 @@ def _from_unique(uniques: np.ndarray, inverse: np.ndarray, device) -> tuple[torc
     return torch.from_numpy(inverse.reshape(-1).astype(np.int64)).to(device), len(uniques)
 
 
-def _tensor_ids(index: torch.Tensor, device) -> tuple[torch.Tensor, int]:
-    values = index.reshape(-1)
+def _real(values: torch.Tensor) -> torch.Tensor:
     if values.is_complex():
         raise ValueError(f"index is a {values.dtype} tensor: group labels must be real numbers or strings")
+    return values
+
+
+def _tensor_ids(index: torch.Tensor, device) -> tuple[torch.Tensor, int]:
+    values = _real(index.reshape(-1))
     if values.is_floating_point() and bool(torch.isnan(values).any()):
         _refuse(float("nan"), "is NaN, unequal to itself")
     uniques, gid = torch.unique(values, return_inverse=True)
     return gid.to(device=device, dtype=torch.long), uniques.numel()
+
+
+def tensor_ids_where(index: torch.Tensor, valid: torch.Tensor):
+    """``_tensor_ids`` of the rows ``valid`` (N,) bool, with no read by the host (``torch.unique`` reads twice).
+
+    Returns (N,) ids, those of valid rows numbered 0..G-1 in sorted label order as ``torch.unique``'s inverse,
+    the others N, and the device flag "no valid row's label is NaN" (True for integers).
+    """
+    values = _real(index.reshape(-1)).to(valid.device)
+    n = values.numel()
+    labels_ok = ~(torch.isnan(values) & valid).any() if values.is_floating_point() else True
+    keys = values.to(torch.uint8) if values.dtype == torch.bool else values
+    order = torch.sort(keys, stable=True).indices
+    order = order[torch.sort((~valid[order]).to(torch.uint8), stable=True).indices]  # invalid rows last
+    ordered, used = keys[order], valid[order]
+    starts = torch.ones_like(used)
+    starts[1:] = ordered[1:] != ordered[:-1]  # each run of equal labels is one group (as torch.unique's !=)
+    starts &= used
+    ids = (torch.cumsum(starts, 0) - 1).masked_fill_(~used, n)
+    return torch.empty_like(ids).scatter_(0, order, ids), labels_ok
+
+
+def as_valid_index(index, rows: torch.Tensor):
+    """``index`` (ndarray, tensor or list) restricted to ``rows``."""
+    if isinstance(index, np.ndarray):
+        return index[rows.cpu().numpy()]
+    if isinstance(index, torch.Tensor):
+        return index.reshape(-1)[rows.to(index.device)]
+    return np.asarray(index, dtype=object)[rows.cpu().numpy()]
 
 
 def group_ids(index, device, sorted_ids: bool = True) -> tuple[torch.Tensor, int]:

@@ -4,31 +4,25 @@ verl pads a step's batch with rows whose ``response_mask`` is all zero (``paddin
 count as responses. Every helper here works on the *valid* rows only, grouped as verl's own ``grpo`` groups the
 uids, by equal labels (``group_labels.group_ids``); results for padding rows are zero. No Python loop over rows
 or groups.
+
+On a GPU a read of a device value by the host waits for the queue to empty: ``prepare_batch`` reads once for all
+its checks and counts (twice with padding rows); a batch that fails a check takes the step-by-step path (its error
+names rows, key and remedy).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
-import numpy as np
 import torch
 
-from verl_hadw.core.group_labels import as_labels, group_ids
+from verl_hadw.core.group_labels import as_labels, as_valid_index, group_ids, tensor_ids_where
 
 __all__ = [
-    "Batch",
-    "check_inputs",
-    "prepare_batch",
-    "group_ids",
-    "as_labels",
-    "group_stats",
-    "group_sum",
-    "accuracy_of",
-    "zero_spread",
-    "check_mask_values",
-    "check_finite_sums",
-    "check_magnitude",
+    "Batch", "check_inputs", "prepare_batch", "group_ids", "as_labels", "group_stats", "group_sum", "accuracy_of",
+    "accuracy_parts", "refuse_non_binary", "zero_spread", "check_mask_values", "check_finite_sums", "check_magnitude",
+    "host_values",
 ]
 
 
@@ -46,6 +40,9 @@ class Batch:
     grpo_std: torch.Tensor  # (G,) verl grpo's unbiased group std, 1 for a single response
     score_mean: torch.Tensor  # (G,) Σ scores / count for every group (differs from grpo_mean for singletons only)
     n_rows: int  # N, including padding rows
+    # read with the checks, {} on the step-by-step path: "binary" (scores all 0/1), "valid_groups", "valid_group_rows"
+    # (groups of >= 2 responses with a spread, their rows), "score_sum" (Σ scores, summed in their order)
+    known: dict = field(default_factory=dict)
 
     def lengths(self) -> torch.Tensor:
         """(n,) response tokens per valid row (a full pass over the mask: only DGPO needs it)."""
@@ -54,9 +51,8 @@ class Batch:
     @cached_property
     def spread(self) -> torch.Tensor:
         """(G,) max - min of each group's valid scores: exactly 0 when they are all equal."""
-        return group_reduce(self.scores, self.gid, self.n_groups, "amax") - group_reduce(
-            self.scores, self.gid, self.n_groups, "amin"
-        )
+        g, n = self.gid, self.n_groups
+        return group_reduce(self.scores, g, n, "amax") - group_reduce(self.scores, g, n, "amin")
 
 
 def zero_spread(adv: torch.Tensor, b: Batch) -> torch.Tensor:
@@ -71,11 +67,8 @@ def zero_spread(adv: torch.Tensor, b: Batch) -> torch.Tensor:
 
 
 def valid_rows(response_mask: torch.Tensor) -> torch.Tensor:
-    """(n,) positions of rows with at least one response token.
-
-    Exact, but cheap: a row whose first mask entry is set is valid; only the others (verl's padding rows,
-    in practice) are scanned in full.
-    """
+    """(n,) positions of rows with at least one response token. Exact, but cheap: a row whose first mask entry is
+    set is valid; only the others (verl's padding rows, in practice) are scanned in full."""
     first = response_mask[:, 0]
     if bool(first.all()):  # the usual step: no padding rows
         return torch.arange(first.numel(), device=first.device)
@@ -113,19 +106,16 @@ def check_inputs(token_level_rewards, response_mask, index) -> None:
         if t.is_complex():
             raise ValueError(f"{name} has complex dtype {t.dtype}; use a real (float, int or bool) tensor")
     if token_level_rewards.dim() != 2:
-        raise ValueError(
-            f"token_level_rewards has shape {_shape(token_level_rewards)} but must be 2-D (batch, response_length)"
-        )
+        shape = _shape(token_level_rewards)
+        raise ValueError(f"token_level_rewards has shape {shape} but must be 2-D (batch, response_length)")
     if response_mask.shape != token_level_rewards.shape:
         raise ValueError(
             f"response_mask has shape {_shape(response_mask)} but token_level_rewards has "
             f"{_shape(token_level_rewards)}: both must be (batch, response_length)"
         )
     if response_mask.device != token_level_rewards.device:
-        raise ValueError(
-            f"response_mask is on {response_mask.device} but token_level_rewards on {token_level_rewards.device}: "
-            "both must be on one device"
-        )
+        raise ValueError(f"response_mask is on {response_mask.device} but token_level_rewards on "
+                         f"{token_level_rewards.device}: both must be on one device")
     if token_level_rewards.shape[0] and token_level_rewards.shape[1] == 0:
         raise ValueError(f"token_level_rewards has shape {_shape(token_level_rewards)}: response_length is 0")
     n_index = getattr(as_labels(index), "shape", None)
@@ -160,6 +150,78 @@ def prepare_batch(
     n_rows = token_level_rewards.shape[0]
     if n_rows == 0:
         raise ValueError("the advantage estimator got an empty batch (0 rows)")
+    b = _batch_in_one_read(token_level_rewards, response_mask, index, sorted_ids)
+    return b if b is not None else _stepwise_batch(token_level_rewards, response_mask, index, sorted_ids)
+
+
+def host_values(*values) -> list:
+    """One-element tensors (bool, int, float) read by the host together, as floats: one sync on a GPU instead of one
+    each, none when every value is a Python value already (those come back as they are)."""
+    tensors = [v.reshape(()).double() for v in values if isinstance(v, torch.Tensor)]
+    read = iter(torch.stack(tensors).tolist() if tensors else ())
+    return [next(read) if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def _batch_in_one_read(token_level_rewards, response_mask, index, sorted_ids: bool) -> Batch | None:
+    """``_stepwise_batch``'s batch, with every check's flag and the counts the calls need read by the host at once.
+
+    Rows whose first mask entry is 0 are taken for padding, their scores and labels put aside (slot -1 of every
+    per-group tensor) rather than removed, so nothing waits for their count; a second read confirms they are all
+    zero. None when a check fails, a label cannot be grouped or such a row has a response token: the step-by-step
+    path then raises as it always has, or builds the batch."""
+    n_rows = token_level_rewards.shape[0]
+    pad = response_mask[:, 0] == 0
+    raw = token_level_rewards.sum(dim=-1)
+    raw = raw if raw.is_floating_point() else raw.float()  # int/bool rewards: exact integer sums, then float
+    scores = raw.float()
+    if isinstance(index, torch.Tensor):
+        gid, labels_ok = tensor_ids_where(index, ~pad)
+        slots = n_rows + 1
+    else:
+        try:  # the labels of padding rows too: most batches have none, and a phantom group is dropped below
+            gid, n_labels = group_ids(index, scores.device, sorted_ids)
+        except ValueError:  # the step-by-step path says which label (or finds it only in a padding row)
+            return None
+        gid, slots, labels_ok = gid.masked_fill(pad, n_labels), n_labels + 1, True
+    grpo_mean, grpo_std, count, score_mean = group_stats(scores, gid, slots)
+    spread = group_reduce(scores, gid, slots, "amax") - group_reduce(scores, gid, slots, "amin")
+    exists, in_groups = count[:-1] > 0, count[:-1]
+    valid_g = (in_groups >= 2) & (spread[:-1] > 0)  # what DGPO needs to know: ``advantages._dgpo_parts``
+    finite_scores = (torch.isfinite(scores) | pad).all()
+    checks = [_mask_in_range(response_mask), labels_ok, (torch.isfinite(raw) | pad).all(),
+              (torch.isfinite(grpo_std[:-1]) | ~exists).all() & finite_scores]  # the last: check_magnitude's
+    counts = [pad.sum(), exists.sum(), valid_g.sum(), (in_groups * valid_g).sum(),
+              ((scores == 0) | (scores == 1) | pad).all(), scores.masked_fill(pad, 0.0).sum()]
+    *flags, n_pad, n_groups, n_valid, n_valid_rows, binary, score_sum = host_values(*checks, *counts)
+    if not all(flags) or n_pad == n_rows:
+        return None
+    n_pad, n_groups = int(n_pad), int(n_groups)
+    keep = slice(0, n_groups)  # the tensor path numbers the groups of valid rows 0..G-1
+    known = {"binary": bool(binary), "valid_groups": int(n_valid), "valid_group_rows": int(n_valid_rows)}
+    if n_pad:
+        unsure = torch.nonzero_static(pad, size=n_pad).squeeze(-1)
+        rows = torch.nonzero_static(~pad, size=n_rows - n_pad).squeeze(-1)
+        scores, gid = scores[rows], gid[rows]
+        # the one more read a batch with padding rows takes: are they all zero, and Σ scores in their new order
+        response, score_sum = host_values((response_mask[unsure] != 0).any(), scores.sum())
+        if response:  # a row with a zero first entry but a response token: the exact path finds it
+            return None
+        if not isinstance(index, torch.Tensor):  # drop the groups only padding rows had, keeping the order
+            keep = torch.nonzero_static(exists, size=n_groups).squeeze(-1)
+            gid = (torch.cumsum(exists, 0) - 1)[gid]
+    else:
+        rows = torch.arange(n_rows, device=scores.device)
+    known["score_sum"] = score_sum  # summed in b.scores' order: the same float as b.scores.sum()
+    b = Batch(rows=rows, scores=scores, response_mask=response_mask, gid=gid, n_groups=n_groups,
+              count=count[keep], grpo_mean=grpo_mean[keep], grpo_std=grpo_std[keep], score_mean=score_mean[keep],
+              n_rows=n_rows, known=known)
+    b.__dict__["spread"] = spread[keep]  # the cached property, computed above for valid_g
+    return b
+
+
+def _stepwise_batch(token_level_rewards, response_mask, index, sorted_ids: bool) -> Batch:
+    """The batch, checked step by step (a host read per check): the path of a batch that fails a check."""
+    n_rows = token_level_rewards.shape[0]
     check_mask_values(response_mask)
     rows = valid_rows(response_mask)
     if rows.numel() == 0:
@@ -176,18 +238,8 @@ def prepare_batch(
     scores = scores.float()
     grpo_mean, grpo_std, count, score_mean = group_stats(scores, gid, n_groups)
     check_magnitude(scores, grpo_std, rows)
-    return Batch(
-        rows=rows,
-        scores=scores,
-        response_mask=response_mask,
-        gid=gid,
-        n_groups=n_groups,
-        count=count,
-        grpo_mean=grpo_mean,
-        grpo_std=grpo_std,
-        score_mean=score_mean,
-        n_rows=n_rows,
-    )
+    return Batch(rows=rows, scores=scores, response_mask=response_mask, gid=gid, n_groups=n_groups, count=count,
+                 grpo_mean=grpo_mean, grpo_std=grpo_std, score_mean=score_mean, n_rows=n_rows)
 
 
 def check_finite_sums(token_level_rewards: torch.Tensor, scores: torch.Tensor, rows: torch.Tensor) -> None:
@@ -214,10 +266,8 @@ def check_mask_values(response_mask: torch.Tensor) -> None:
     One pass over the mask (~12 ms at 8192 × 4096, a seventh of the estimator), so only float masks pay it:
     verl's masks are int64 slices of the attention mask (0/1 by construction), bool and int masks are not read.
     """
-    if not response_mask.is_floating_point() or response_mask.numel() == 0:
-        return
-    lo, hi = response_mask.aminmax()  # NaN propagates into both
-    if bool(lo >= 0) and bool(hi <= 1):
+    in_range = _mask_in_range(response_mask)
+    if in_range is True or bool(in_range):
         return
     bad_row = ~((response_mask >= 0) & (response_mask <= 1)).all(dim=-1)  # only on the error path
     rows = bad_row.nonzero().squeeze(-1)[:5].tolist()
@@ -226,6 +276,14 @@ def check_mask_values(response_mask: torch.Tensor) -> None:
         f"response_mask has values outside [0, 1] (e.g. {example}) in rows {rows}: it must be 1 on response tokens "
         "and 0 elsewhere (verl's is the response part of attention_mask); check the code that built it"
     )
+
+
+def _mask_in_range(response_mask: torch.Tensor):
+    """``check_mask_values``' test as a device flag (True, nothing read, for non-float masks)."""
+    if not response_mask.is_floating_point() or response_mask.numel() == 0:
+        return True
+    lo, hi = response_mask.aminmax()  # NaN propagates into both
+    return (lo >= 0) & (hi <= 1)
 
 
 # The float32 statistics overflow once (s - mean)² does: |s - mean| ≳ 1.8e19. Beyond that verl's grpo silently
@@ -247,10 +305,10 @@ def group_stats(scores: torch.Tensor, gid: torch.Tensor, n_groups: int):
     """(G,) verl grpo's mean and unbiased std, the count, and the plain mean Σ/count of float32 ``scores`` (n,).
 
     The same operations in the same order as verl's ``group_mean_std(eps=0)``, so bit-identical to it (and to
-    verl's grpo), minus its two host syncs (``max().item()``, ``any()``): every id in [0, G) has a row.
-    Single-response groups: mean 0, std 1, as in verl.
+    verl's grpo), minus its host syncs (``max().item()``, ``any()``; ``bincount``, on CUDA): every id in [0, G) has
+    a row (a slot without one gets NaN: ``prepare_batch`` drops it). Single-response groups: mean 0, std 1, as in verl.
     """
-    count = torch.bincount(gid, minlength=n_groups).float()  # exact, as verl's index_add_ of ones
+    count = group_sum(torch.ones_like(scores), gid, n_groups)  # exact, as verl's index_add_ of ones
     group_mean = group_sum(scores, gid, n_groups) / count
     centered = scores - group_mean[gid]
     var = group_sum(centered * centered, gid, n_groups) / (count - 1.0).clamp_min(1.0)
@@ -260,28 +318,31 @@ def group_stats(scores: torch.Tensor, gid: torch.Tensor, n_groups: int):
     return mean, std, count, group_mean
 
 
-def as_valid_index(index, rows: torch.Tensor):
-    """``index`` (ndarray, tensor or list) restricted to ``rows``."""
-    if isinstance(index, np.ndarray):
-        return index[rows.cpu().numpy()]
-    if isinstance(index, torch.Tensor):
-        return index.reshape(-1)[rows.to(index.device)]
-    return np.asarray(index, dtype=object)[rows.cpu().numpy()]
-
-
 def accuracy_of(scores: torch.Tensor, threshold: float | None, key: str, other_way: str = "") -> torch.Tensor:
     """(n,) accuracy in {0, 1}: the score itself when binary, else ``score > threshold``.
 
     ``key`` names the config key to set in the error for non-binary scores without a threshold; ``other_way``, in
     the framework's words, is appended to it (TRL: naming the reward function that is the accuracy).
     """
+    acc, binary = accuracy_parts(scores, threshold)
+    if binary is not None and not bool(binary):
+        refuse_non_binary(scores, key, other_way)
+    return acc
+
+
+def accuracy_parts(scores: torch.Tensor, threshold: float | None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``accuracy_of`` without reading the host: (n,) accuracy, and the device flag "every score is 0 or 1" that
+    the caller reads with its other values (None with a threshold: nothing to check)."""
     if threshold is not None:
-        return (scores > threshold).float()
+        return (scores > threshold).float(), None
+    return scores.float(), ((scores == 0) | (scores == 1)).all()
+
+
+def refuse_non_binary(scores: torch.Tensor, key: str, other_way: str = "") -> None:
+    """The error for scores that are not binary accuracies (``accuracy_of``)."""
     binary = (scores == 0) | (scores == 1)
-    if not binary.all():
-        example = scores[~binary][:3].tolist()
-        raise ValueError(
-            f"rewards are not binary accuracies (e.g. {example}); set {key}=<threshold> so that "
-            f"accuracy = score > threshold (DAPO's ±1 rewards with overlong penalties: 0){other_way}"
-        )
-    return scores.float()
+    example = scores[~binary][:3].tolist()
+    raise ValueError(
+        f"rewards are not binary accuracies (e.g. {example}); set {key}=<threshold> so that "
+        f"accuracy = score > threshold (DAPO's ±1 rewards with overlong penalties: 0){other_way}"
+    )

@@ -14,7 +14,7 @@ import torch
 
 from verl_hadw.core.anchor.machine import AnchorView
 
-__all__ = ["MetricBuffer", "MAX_STEPS"]
+__all__ = ["MetricBuffer", "MAX_STEPS", "phi_summary_terms"]
 
 MAX_STEPS = 64
 _SUM, _MIN, _MAX, _LAST = "sum", "min", "max", "last"
@@ -41,13 +41,14 @@ class MetricBuffer:
         while len(self.steps) > MAX_STEPS:
             self.steps.popitem(last=False)
 
-    def record_hadw(self, view: AnchorView, phi: torch.Tensor, lambda_scale: float, recoveries: int = 0) -> None:
+    def record_hadw(self, view: AnchorView, phi: torch.Tensor, lambda_scale: float, recoveries: int = 0,
+                    summary: tuple[float, ...] | None = None) -> None:
         """One HA-DW call: the anchor view (last call wins), Φ (n,) over its valid responses, and how often the
-        anchor's store had to be rebuilt (verl's Ray actor; 0 elsewhere)."""
-        phi = phi.double()
-        total, sumsq, low, high, amplified = torch.stack(
-            [phi.sum(), (phi * phi).sum(), phi.min(), phi.max(), (phi > lambda_scale).sum().double()]
-        ).tolist()  # one sync instead of five
+        anchor's store had to be rebuilt (verl's Ray actor; 0 elsewhere). ``summary``: ``phi_summary_terms`` as
+        the call read them already (``HadwCall.phi_summary``), else read here."""
+        if summary is None:
+            summary = torch.stack(phi_summary_terms(phi, lambda_scale)).tolist()  # one sync instead of five
+        total, sumsq, low, high, amplified = summary
         self._record(
             view.step,
             {
@@ -87,6 +88,12 @@ class MetricBuffer:
     def pop(self, step: int) -> dict[str, float]:
         """The metrics of ``step``, removed from the buffer (empty if nothing was recorded)."""
         return _finalize(self.steps.pop(step, {}))
+
+
+def phi_summary_terms(phi: torch.Tensor, lambda_scale: float) -> list[torch.Tensor]:
+    """Σ Φ, Σ Φ², min, max and #(Φ > λ) of Φ (n,), in float64 on Φ's device: what ``record_hadw`` logs."""
+    phi = phi.double()
+    return [phi.sum(), (phi * phi).sum(), phi.min(), phi.max(), (phi > lambda_scale).sum().double()]
 
 
 def _finalize(acc: dict[str, tuple[str, float]]) -> dict[str, float]:

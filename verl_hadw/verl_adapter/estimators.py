@@ -106,7 +106,8 @@ def compute_hadw_outcome_advantage(
         call = hadw_call(b, cfg, dgpo_cfg, norm_by_std, observe, VERL.key, preview=preview)
         advantages = _broadcast(call.advantages, b, response_mask)
 
-        metrics.record_hadw(call.view, call.phi, cfg.lambda_scale, recoveries=clients[-1].recoveries)
+        metrics.record_hadw(call.view, call.phi, cfg.lambda_scale, recoveries=clients[-1].recoveries,
+                            summary=call.phi_summary)  # read with Φ's check: no read of its own
         if call.dgpo_counts is not None:
             metrics.record_dgpo(call.view.step, call.dgpo_counts)
     return advantages, advantages

@@ -29,9 +29,10 @@ __all__ = [
     "uninstall_tracking_hook",
 ]
 
-def record_hadw(view: AnchorView, phi: torch.Tensor, lambda_scale: float, recoveries: int = 0) -> None:
+def record_hadw(view: AnchorView, phi: torch.Tensor, lambda_scale: float, recoveries: int = 0,
+                summary: tuple[float, ...] | None = None) -> None:
     """One HA-DW call (``MetricBuffer.record_hadw``), into this process's buffer."""
-    PROCESS.pending_metrics.record_hadw(view, phi, lambda_scale, recoveries)
+    PROCESS.pending_metrics.record_hadw(view, phi, lambda_scale, recoveries, summary)
 
 
 def record_dgpo(step: int, counts: dict[str, float]) -> None:

@@ -1,0 +1,198 @@
+"""A call reads the host once per decision, not once per check (issue 37), held without a GPU.
+
+On a GPU every read of a device value by the host (``.item()``, ``bool(t)``, ``.tolist()``, a boolean mask, a
+``nonzero`` or ``unique`` whose size depends on the data) waits for the queue to empty. ``HostReads`` counts, on
+CPU, every tensor operation of a call that would be such a read on a GPU, through a ``TorchFunctionMode``; each
+estimator call has a budget: ``hadw`` and ``dgpo`` at most 3 (a batch with padding rows one more). Uids given as
+strings are factorised on the host, whose copy of the ids to the device is not counted here (on CPU it is no
+copy): the budgets are the tensor uids' (TRL's form), and the string uids' are held to the same numbers.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+import pytest
+import torch
+from helpers import algo
+from torch.overrides import TorchFunctionMode
+
+from verl_hadw.core import advantages as core_advantages
+from verl_hadw.core import groups as core_groups
+from verl_hadw.verl_adapter import process_state
+from verl_hadw.verl_adapter.estimators import compute_dgpo_outcome_advantage as dgpo
+from verl_hadw.verl_adapter.estimators import compute_hadw_outcome_advantage as hadw
+
+# what reads the host on a GPU: the value itself, or a result whose size depends on it
+READS = {"item", "tolist", "cpu", "numpy", "__bool__", "__float__", "__int__", "__index__", "__complex__",
+         "__array__", "__format__", "__repr__", "nonzero", "argwhere", "unique", "unique_consecutive", "bincount",
+         "masked_select", "equal", "allclose", "is_nonzero"}
+INDEXING = {"__getitem__", "__setitem__", "index_put", "index_put_"}
+BUDGET = {"hadw": 3, "dgpo": 3}
+PADDING_EXTRA = 1
+
+
+def _has_bool_index(index) -> bool:
+    items = index if isinstance(index, (tuple, list)) else (index,)
+    return any(isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in items)
+
+
+class HostReads(TorchFunctionMode):
+    """Counts the host reads of the code run under it; ``sites`` says which operation made each."""
+
+    def __init__(self):
+        super().__init__()
+        self.sites: list[str] = []
+        self._cpu_copies: list[weakref.ref] = []
+
+    @property
+    def count(self) -> int:
+        return len(self.sites)
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        if self._reads(name, args, kwargs):
+            self.sites.append(name)
+        out = func(*args, **kwargs)
+        if name == "cpu" and isinstance(out, torch.Tensor):  # .cpu().numpy() is one read, not two
+            self._cpu_copies.append(weakref.ref(out))
+        return out
+
+    def _reads(self, name, args, kwargs) -> bool:
+        if name == "numpy" and any(r() is args[0] for r in self._cpu_copies):
+            return False
+        if name in READS:
+            return True
+        if name in INDEXING and len(args) > 1:
+            return _has_bool_index(args[1])
+        if name == "where":  # torch.where(cond) is nonzero
+            return len(args) + len(kwargs) == 1
+        if name == "repeat_interleave":  # tensor repeats without output_size: its size is read
+            return isinstance(args[1] if len(args) > 1 else kwargs.get("repeats"), torch.Tensor) and \
+                "output_size" not in kwargs
+        return False
+
+
+def batch(n_groups=6, group=8, length=12, padding=0, uids="tensor", seed=0, binary=True):
+    """(rewards, mask, index): ``padding`` all-zero rows at the end, verl's way."""
+    g = torch.Generator().manual_seed(seed)
+    n = n_groups * group
+    lengths = torch.randint(1, length + 1, (n,), generator=g)
+    mask = (torch.arange(length)[None, :] < lengths[:, None]).long()
+    rewards = torch.zeros(n, length)
+    score = (torch.rand(n, generator=g) < 0.4).float() if binary else torch.randn(n, generator=g).round(decimals=2)
+    rewards[torch.arange(n), lengths - 1] = score
+    labels = torch.arange(n) // group * 7 + 3
+    if padding:
+        rewards = torch.cat([rewards, torch.zeros(padding, length)])
+        mask = torch.cat([mask, torch.zeros(padding, length, dtype=mask.dtype)])
+        labels = torch.cat([labels, torch.full((padding,), 10_000)])
+    index = labels if uids == "tensor" else np.array([f"uid-{v}" for v in labels.tolist()], dtype=object)
+    return rewards, mask, index
+
+
+CASES = {  # name: (estimator, algorithm options, batch options)
+    "hadw": (hadw, {}, {}),
+    "hadw-threshold": (hadw, {"success_threshold": 0.5}, {"binary": False}),
+    "hadw-normalize-phi": (hadw, {"normalize_phi": True}, {}),
+    "hadw-reward-difficulty": (hadw, {"difficulty_from": "reward"}, {"binary": False}),
+    "hadw-over-dgpo": (hadw, {"base": "dgpo"}, {}),
+    "hadw-over-dgpo-two-thresholds": (hadw, {"base": "dgpo", "success_threshold": 0.5,
+                                             "dgpo": {"success_threshold": 0.2}}, {"binary": False}),
+    "dgpo": (dgpo, {}, {}),
+    "dgpo-threshold": (dgpo, {"dgpo": {"success_threshold": 0.5}}, {"binary": False}),
+    "dgpo-without-dqw": (dgpo, {"dgpo": {"dqw": False}}, {}),
+}
+
+
+def reads_of(fn, options, inputs, step=1) -> HostReads:
+    """The host reads of one estimator call at step ``step`` (the anchor's first call of the step)."""
+    rewards, mask, index = inputs
+    config = algo("hadw" if fn is hadw else "dgpo", state_key="host-reads", **options)
+    process_state.reset()
+    with HostReads() as reads:
+        fn(token_level_rewards=rewards, response_mask=mask, index=index, config=config)
+    return reads
+
+
+@pytest.mark.parametrize("padding", [0, 3])
+@pytest.mark.parametrize("uids", ["tensor", "str"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_each_call_reads_the_host_within_its_budget(case, uids, padding):
+    fn, options, batch_options = CASES[case]
+    reads = reads_of(fn, options, batch(padding=padding, uids=uids, **batch_options))
+    budget = BUDGET["hadw" if fn is hadw else "dgpo"] + (PADDING_EXTRA if padding else 0)
+    assert reads.count <= budget, f"{case}: {reads.count} host reads {reads.sites}, budget {budget}"
+
+
+def test_the_usual_calls_read_the_host_twice():
+    # binary scores, no threshold, no padding: HA-DW's K_t comes with the batch's read; DGPO reads its counts once
+    for fn in (hadw, dgpo):
+        reads = reads_of(fn, {}, batch())
+        assert reads.sites == ["tolist", "tolist"], reads.sites
+
+
+def test_the_step_by_step_path_reads_the_host_per_check():
+    # what every call paid before issue 37, and what a refused batch still pays: the counter sees each read
+    rewards, mask, index = batch()
+    with HostReads() as reads:
+        core_groups._stepwise_batch(rewards, mask, index, True)
+    assert reads.count >= 4 and {"__bool__", "unique"} <= set(reads.sites), reads.sites
+
+
+def test_a_planted_item_takes_a_call_over_its_budget(monkeypatch):
+    inputs = batch()
+    baseline = reads_of(hadw, {}, inputs).count
+    real = core_advantages.hadw_weights
+
+    def with_an_item(adv, p_hat, prior, lambda_scale):
+        phi = real(adv, p_hat, prior, lambda_scale)
+        phi.max().item()  # a stray read, as a debugging line left behind would be
+        return phi
+
+    monkeypatch.setattr(core_advantages, "hadw_weights", with_an_item)
+    planted = reads_of(hadw, {}, inputs)
+    assert planted.count == baseline + 1 and "item" in planted.sites
+    fn, options, batch_options = CASES["hadw-threshold"]  # a call at its budget: the planted read goes over it
+    at_budget = reads_of(fn, options, batch(**batch_options))
+    assert at_budget.count == BUDGET["hadw"] + 1
+    with pytest.raises(AssertionError, match="budget"):
+        test_each_call_reads_the_host_within_its_budget("hadw-threshold", "tensor", 0)
+
+
+def test_the_counter_sees_each_kind_of_read():
+    x, flags = torch.arange(4.0), torch.tensor([True, False, True, False])
+    with HostReads() as reads:
+        x.sum().item(), bool(x.any()), float(x[0]), int(x[1]), x.tolist(), x.cpu().numpy()
+        x[flags], x.nonzero(), torch.unique(x), torch.where(flags), torch.bincount(x.long())
+        x[torch.tensor([0, 2])], torch.where(flags, x, 0.0), torch.nonzero_static(flags, size=2)  # none of these
+    assert reads.sites == ["item", "__bool__", "__float__", "__int__", "tolist", "cpu", "__getitem__", "nonzero",
+                           "unique", "where", "bincount"]
+
+
+@pytest.mark.parametrize("uids", ["tensor", "str"])
+@pytest.mark.parametrize("padding", [0, 2, 5])
+def test_one_read_batches_are_the_step_by_step_batches_bit_for_bit(uids, padding):
+    # padding rows with labels of their own (a group only padding has) and with a valid row's label
+    for seed in range(4):
+        rewards, mask, index = batch(n_groups=5, group=4, padding=padding, uids=uids, seed=seed, binary=seed % 2 == 0)
+        if padding > 2:
+            index[-1] = index[0]
+        fast = core_groups._batch_in_one_read(rewards, mask, index, True)
+        slow = core_groups._stepwise_batch(rewards, mask, index, True)
+        assert fast is not None and fast.n_groups == slow.n_groups
+        for name in ("rows", "scores", "gid", "count", "grpo_mean", "grpo_std", "score_mean", "spread"):
+            assert torch.equal(getattr(fast, name), getattr(slow, name)), (name, seed)
+        assert fast.known["binary"] == bool(((slow.scores == 0) | (slow.scores == 1)).all())
+        assert fast.known["score_sum"] == float(slow.scores.sum())
+
+
+def test_a_row_masked_only_at_its_first_token_takes_the_exact_path():
+    rewards, mask, index = batch(padding=1)
+    mask[-1, 3:] = 1  # a response starting at token 3: valid, though its first entry is 0
+    rewards[-1, 5] = 1.0
+    assert core_groups._batch_in_one_read(rewards, mask, index, True) is None
+    b = core_groups.prepare_batch(rewards, mask, index)
+    assert b.rows.numel() == b.n_rows and b.scores[-1] == 1.0
