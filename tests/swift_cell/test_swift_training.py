@@ -1,0 +1,80 @@
+"""HA-DW and DGPO through ms-swift's own GRPO pipeline on CPU (the toy task, a tiny local model): they train, their
+metrics land in swift's log, a resumed run equals the uninterrupted one bit for bit, and with every method switch
+off the adapter is swift's GRPO, bit for bit."""
+
+import json
+
+import pytest
+from swift_runs import command_line, logged_steps, records, toy_arguments, train
+
+from verl_hadw.core.anchor.file_format import STATE_FILE
+
+
+def test_resume_from_step_2_continues_the_uninterrupted_run_bit_for_bit(assets, tmp_path):
+    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
+    train(toy_arguments(assets, straight, steps=4, save_steps=2), straight / "records")
+    argv = toy_arguments(assets, resumed, steps=4, save_steps=2,
+                         resume_from_checkpoint=str(straight / "checkpoint-2"))
+    train(argv, resumed / "records")
+    whole, second = records(straight / "records"), records(resumed / "records")
+    assert [r["step"] for r in whole] == [1, 2, 3, 4] and [r["step"] for r in second] == [3, 4]
+    for a, b in zip(whole[2:], second):  # steps 3-4: the same rewards, advantages and anchor, bit for bit
+        assert a == b
+    saved = json.loads((straight / "checkpoint-4" / STATE_FILE).read_text())
+    assert saved == json.loads((resumed / "checkpoint-4" / STATE_FILE).read_text())
+    assert saved["state"]["committed_steps"] == 3  # steps 1-3 committed; step 4 open
+    assert logged_steps(straight)[2:] == logged_steps(resumed)
+
+
+@pytest.mark.parametrize("flags", [["--adv_estimator", "dgpo"], ["--adv_estimator", "hadw", "--hadw_base", "dgpo"]],
+                         ids=["dgpo", "hadw_over_dgpo"])
+def test_dgpo_and_hadw_over_dgpo_train_and_log_their_metrics(assets, tmp_path, flags):
+    """Under swift's dapo loss (its grpo default averages per completion: refused with valid-token averaging)."""
+    train(toy_arguments(assets, tmp_path, steps=2, save_steps=2, loss_type="dapo") + flags, tmp_path / "records")
+    steps = logged_steps(tmp_path)
+    assert len(steps) == 2 and all("dgpo/valid_groups" in s and "dgpo/valid_token_ratio" in s for s in steps)
+    assert all(("hadw/anchor_prior" in s) == ("hadw" in flags) for s in steps)
+    calls = records(tmp_path / "records")
+    assert [c["step"] for c in calls] == [1, 2] and any(any(a != 0 for a in c["advantages"]) for c in calls)
+    saved = json.loads((tmp_path / "checkpoint-2" / STATE_FILE).read_text())
+    assert saved["options"]["algorithm.adv_estimator"] == flags[1]
+    assert (saved["state"] is None) == (flags[1] == "dgpo")
+
+
+SWITCHED_OFF = ["--adv_estimator", "dgpo", "--dgpo_dgae", "false", "--dgpo_dqw", "false",
+                "--dgpo_valid_token_norm", "false", "--dgpo_epsilon", "1e-4"]
+
+
+@pytest.mark.parametrize("loss_type", ["dapo", "grpo", "bnpo", "dr_grpo"])
+def test_switched_off_it_is_swifts_grpo_bit_for_bit(assets, tmp_path, loss_type):
+    """DGPO without DGAE, DQW and valid-token averaging, with swift's epsilon (1e-4), logs the losses of the same run
+    under stock ``swift rlhf`` bit for bit."""
+    stock, ours = tmp_path / "stock", tmp_path / "ours"
+    train(toy_arguments(assets, stock, steps=3, save_steps=10, loss_type=loss_type), stock / "records", stock=True)
+    train(toy_arguments(assets, ours, steps=3, save_steps=10, loss_type=loss_type) + SWITCHED_OFF, ours / "records")
+    theirs, mine = logged_steps(stock), logged_steps(ours)
+    assert len(theirs) == 3 and any(s["loss"] != 0 for s in theirs)
+    assert [{k: v for k, v in s.items() if not k.startswith("dgpo/")} for s in mine] == theirs
+
+
+def test_the_command_line_trains_hadw_and_every_rank_holds_the_same_anchor(assets, tmp_path, ranks):
+    """``verl-hadw-swift rlhf ... --adv_estimator hadw`` as a user types it, on ``ranks`` CPU ranks
+    (``NPROC_PER_NODE``): it trains, logs hadw/* where swift logs, saves the anchor with each checkpoint, and every
+    rank computes the same advantages from the same anchor at every step."""
+    argv = toy_arguments(assets, tmp_path, steps=2, save_steps=2, per_device_train_batch_size=8 // ranks) + [
+        "--adv_estimator", "hadw"]
+    proc = command_line(argv, tmp_path / "records", ranks=ranks)
+    print("[swift cell] command: verl-hadw-swift rlhf " + " ".join(argv))
+    print("\n".join(f"[swift cell] log: {line}" for line in proc.stdout.splitlines() if "hadw/anchor_prior" in line))
+    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-5000:])
+    steps = logged_steps(tmp_path)
+    assert len(steps) == 2 and all("hadw/anchor_prior" in s and "hadw/phi_mean" in s for s in steps)
+    per_rank = [records(tmp_path / "records", r) for r in range(ranks)]
+    assert all(len(calls) == 2 for calls in per_rank), [len(c) for c in per_rank]
+    for calls in per_rank[1:]:
+        for mine, first in zip(calls, per_rank[0]):
+            assert {k: v for k, v in mine.items() if k != "rank"} == {k: v for k, v in first.items() if k != "rank"}
+    print(f"[swift cell] ranks {ranks}: anchors after each step: "
+          + str([(c['step'], c['anchor']['posteriors']) for c in per_rank[0]]))
+    saved = json.loads((tmp_path / "checkpoint-2" / STATE_FILE).read_text())
+    assert saved["global_step"] == 2 and saved["state"]["posteriors"] == per_rank[0][-1]["anchor"]["posteriors"]
