@@ -40,6 +40,8 @@ LEGACY = ["trainer.use_v1=false", "trainer.save_freq=2"]
 DEMO_STEPS, DEMO_RESUME_FROM, DEMO_RESUMED = 30, 15, 3  # the demo saves at 15; the resumed run trains 16-18
 STRAIGHT, HALF = 3, 2  # legacy runs: 3 steps, checkpoints at 2 and 3 (verl saves the last), resumed from 2
 SMOKE_STEPS, SMOKE_RESUME_STEPS = 2, 3  # the smoke launch: steps 1-2 saved at 2, then resumed to 3
+SWIFT_OLDEST, SWIFT_NEWEST = "4.3.0", "4.6.0"  # the ends of SWIFT_RANGE (tests/test_swift_cell.py checks them)
+SWIFT_CELL = ROOT / "tests" / "swift_install_cell.py"
 LAUNCH_TIMEOUT = 1800  # seconds: a hung launch is killed (the slowest takes about 4 min here)
 
 
@@ -411,6 +413,10 @@ LAUNCHES: dict[str, Launch] = {
                                       "--resolve-only"), cost=60),
         Launch("trl_cell", command("trl_cell", sys.executable, str(ROOT / "tests" / "trl_install_cell.py"), "."),
                cost=50),
+        Launch("swift_cell_newest", command("swift_cell_newest", sys.executable, str(SWIFT_CELL), SWIFT_NEWEST, "."),
+               cost=120),
+        Launch("swift_cell_oldest", command("swift_cell_oldest", sys.executable, str(SWIFT_CELL), SWIFT_OLDEST, "."),
+               cost=120),
         Launch("v090_straight", v090_straight, cost=60),
         Launch("v090_resumed", v090_resumed, after="v090_straight", cost=45),
         Launch("v090_gdpo_slip", v090_gdpo_slip, cost=40),

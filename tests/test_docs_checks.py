@@ -54,7 +54,8 @@ def check(tokens: list[str]) -> None:
         return check_python(args)
     if program in TOOLS:
         return check_tool(program, args)
-    checks = {"verl-hadw": check_cli, "pytest": check_pytest, "pip": check_pip, "sbatch": check_sbatch}
+    checks = {"verl-hadw": check_cli, "pytest": check_pytest, "pip": check_pip, "sbatch": check_sbatch,
+              "verl-hadw-swift": check_swift, "swift": check_swift}
     assert program in checks, f"no check knows the program {program!r}: add one to tests/test_docs_commands.py"
     return checks[program](args)
 
@@ -244,6 +245,17 @@ def check_tool(program: str, args: list[str]) -> None:
         catalogue = (ROOT / "verl_hadw" / "repro" / "catalogue.py").read_text(encoding="utf-8")
         for repo in (a for a in args[1:] if "/" in a and not a.startswith("-") and not placeholder(a)):
             assert f'"{repo}"' in catalogue, f"hf download {repo}: not a dataset of the catalogue"
+
+
+def check_swift(args: list[str]) -> None:
+    """``swift rlhf`` / ``verl-hadw-swift rlhf``: the subcommand the adapter routes, and every HA-DW / DGPO flag
+    one the adapter declares (swift's own flags are swift's to check: it is not installed here)."""
+    from verl_hadw.core.option_fields import ADAPTER_FIELDS, declared_fields
+
+    assert args and args[0] == "rlhf", f"swift {args[:1]}: the adapter routes rlhf only"
+    ours = {f"--{name}" for name in [*declared_fields(), *ADAPTER_FIELDS]}
+    for flag in (a.split("=")[0] for a in args[1:] if a.startswith(("--hadw_", "--dgpo_", "--adv_", "--accuracy_"))):
+        assert flag in ours, f"{flag}: not a flag of verl-hadw-swift rlhf"
 
 
 def check_sbatch(args: list[str]) -> None:

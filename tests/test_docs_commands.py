@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SHELL_FENCES = {"bash", "sh", "shell", "console"}
 FENCE = re.compile(r"^(?P<indent>[ \t]*)```(?P<info>[^\n`]*)\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.M | re.S)
 SPAN = re.compile(r"`([^`\n]+(?:\n[^`\n]+)*)`")
-PROGRAMS = {"bash", "sh", "python", "python3", "pip", "verl-hadw", "pytest", "sbatch", "export", *TOOLS}
+PROGRAMS = {"bash", "sh", "python", "python3", "pip", "verl-hadw", "verl-hadw-swift", "swift", "pytest", "sbatch",
+            "export", *TOOLS}
 
 
 def doc_files() -> list[Path]:

@@ -9,4 +9,4 @@ __version__ = "0.1.0"
 VERL_VERSION = "0.9.1"  # the verl the tests run against throughout ([gpu]'s pins; 0.9.0 has its own e2e launches)
 VERL_RANGE = ">=0.9.0,<0.10"  # what the [verl] extra accepts beside an installed verl: the one place of the bounds
 TRL_RANGE = ">=1.0.0,<2"  # what the [trl] extra accepts: a range, so an installed TRL (and its transformers) stays
-SWIFT_RANGE = ">=4.0.0,<4.7"  # what the [swift] extra accepts: ms-swift releases whose GRPO hook we replace
+SWIFT_RANGE = ">=4.3.0,<4.7"  # what the [swift] extra accepts: ms-swift releases whose GRPO hook we replace

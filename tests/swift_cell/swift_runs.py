@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -65,3 +66,11 @@ def logged_steps(out: Path) -> list[dict]:
 def records(folder: Path, rank: int = 0) -> list[dict]:
     path = folder / f"rank{rank}.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def keep(name: str, folder: Path) -> None:
+    """Copy a run's records to ``$SWIFT_CELL_KEEP/<name>`` (the cell keeps them for the comparison with TRL's
+    adapter and verl's estimator, tests/test_swift_cell.py)."""
+    target = os.environ.get("SWIFT_CELL_KEEP")
+    if target:
+        shutil.copytree(folder, Path(target) / name, dirs_exist_ok=True)

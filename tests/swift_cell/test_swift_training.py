@@ -5,7 +5,7 @@ off the adapter is swift's GRPO, bit for bit."""
 import json
 
 import pytest
-from swift_runs import command_line, logged_steps, records, toy_arguments, train
+from swift_runs import command_line, keep, logged_steps, records, toy_arguments, train
 
 from verl_hadw.core.anchor.file_format import STATE_FILE
 
@@ -24,6 +24,7 @@ def test_resume_from_step_2_continues_the_uninterrupted_run_bit_for_bit(assets, 
     assert saved == json.loads((resumed / "checkpoint-4" / STATE_FILE).read_text())
     assert saved["state"]["committed_steps"] == 3  # steps 1-3 committed; step 4 open
     assert logged_steps(straight)[2:] == logged_steps(resumed)
+    keep("hadw", straight / "records")
 
 
 @pytest.mark.parametrize("flags", [["--adv_estimator", "dgpo"], ["--adv_estimator", "hadw", "--hadw_base", "dgpo"]],
@@ -39,6 +40,7 @@ def test_dgpo_and_hadw_over_dgpo_train_and_log_their_metrics(assets, tmp_path, f
     saved = json.loads((tmp_path / "checkpoint-2" / STATE_FILE).read_text())
     assert saved["options"]["algorithm.adv_estimator"] == flags[1]
     assert (saved["state"] is None) == (flags[1] == "dgpo")
+    keep("dgpo" if flags[1] == "dgpo" else "hadw_over_dgpo", tmp_path / "records")
 
 
 SWITCHED_OFF = ["--adv_estimator", "dgpo", "--dgpo_dgae", "false", "--dgpo_dqw", "false",

@@ -12,8 +12,8 @@ import dataclasses
 import sys
 from unittest import mock
 
-from verl_hadw.swift_adapter.arguments import HadwSwiftArguments, help_text, refuse_unknown, split_arguments
 from verl_hadw.swift_adapter.settings import check_settings
+from verl_hadw.swift_adapter.swift_flags import HadwSwiftArguments, help_text, refuse_unknown, split_arguments
 from verl_hadw.swift_adapter.swift_version import check_swift_version
 
 __all__ = ["rlhf_main", "parse"]
@@ -52,7 +52,7 @@ def _pipeline(args, ours: HadwSwiftArguments):
     from swift.pipelines.train.rlhf import SwiftRLHF
     from swift.trainers import TrainerFactory
 
-    from verl_hadw.swift_adapter.grpo_trainer import TRAINER_PATH
+    from verl_hadw.swift_adapter.swift_grpo_trainer import TRAINER_PATH
 
     class HadwSwiftRLHF(SwiftRLHF):
         """Swift's RLHF pipeline: its trainer is ``HadwSwiftGRPOTrainer``, handed the run's HA-DW / DGPO options."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from verl_hadw.core.errors import ConfigError
-from verl_hadw.swift_adapter.arguments import HadwSwiftArguments
+from verl_hadw.swift_adapter.swift_flags import HadwSwiftArguments
 
 __all__ = ["REFUSALS", "LOSS_TYPES", "check_settings", "check_loss_type", "check_trainer", "refusals_table",
            "loss_type_table"]
@@ -20,7 +20,7 @@ __all__ = ["REFUSALS", "LOSS_TYPES", "check_settings", "check_loss_type", "check
 _OFF = "or set --dgpo_valid_token_norm false (DGPO without Eq. 3's valid-token averaging)"
 _GLOBAL = ("divides by the loss tokens of the whole generation batch, gathered over processes "
            "(`num_items_in_batch`): T_all / T_valid makes it Eq. 3's valid-token mean")
-# loss_type -> (exact, why), for swift 4.0-4.6's GRPOTrainer loss
+# loss_type -> (exact, why), for swift 4.3-4.6's GRPOTrainer loss
 LOSS_TYPES: dict[str, tuple[bool, str]] = {
     "dapo": (True, _GLOBAL),
     "cispo": (True, _GLOBAL),
@@ -35,7 +35,7 @@ _Check = Callable[[Any], bool]
 REFUSALS: list[tuple[str, _Check, str]] = [
     ("--rlhf_type other than grpo", lambda a: a.rlhf_type != "grpo",
      "HA-DW and DGPO replace GRPO's advantage; other rlhf types run under swift rlhf"),
-    ("--advantage_estimator rloo | reinforce_plus_plus", lambda a: a.advantage_estimator != "grpo",
+    ("--advantage_estimator rloo or reinforce_plus_plus", lambda a: a.advantage_estimator != "grpo",
      "their baselines are not GRPO's group mean, which HA-DW reweights and DGPO replaces"),
     ("--scale_rewards batch", lambda a: a.scale_rewards == "batch",
      "a batch-wide std has no counterpart: both methods normalise within each group (group: GRPO's std, none: "

@@ -1,7 +1,7 @@
 """``HadwSwiftGRPOTrainer``: ms-swift's ``GRPOTrainer`` training on HA-DW's or DGPO's advantage.
 
 Swift computes advantages in ``GRPOTrainer._compute_advantages(samples, rewards_per_func, batch_encoded_inputs)``
-(4.0-4.6), on the ``(N_global, n_funcs)`` rewards it has gathered over processes: every rank sees the same matrix,
+(4.3-4.6), on the ``(N_global, n_funcs)`` rewards it has gathered over processes: every rank sees the same matrix,
 groups are consecutive runs of ``num_generations`` rows, and swift cuts this rank's rows out of what it returns.
 This trainer overrides that one method: swift's own runs first (it logs ``reward``, ``reward_std``,
 ``rewards/<func>/*``), then ours replaces its result (``core.reward_matrix``), and our ``hadw/*`` ``dgpo/*`` values
@@ -18,13 +18,13 @@ from transformers.trainer_utils import get_last_checkpoint
 from verl_hadw.core.metric_values import MetricBuffer
 from verl_hadw.core.reward_matrix import RewardColumns, generation_advantages
 from verl_hadw.hf_trainer.checkpoint_anchor import AnchorCheckpointCallback, OptionsRecord, TrainerAnchor
-from verl_hadw.swift_adapter.arguments import HadwSwiftArguments
 from verl_hadw.swift_adapter.settings import check_trainer
+from verl_hadw.swift_adapter.swift_flags import HadwSwiftArguments
 from verl_hadw.swift_adapter.swift_terms import SWIFT
 
 __all__ = ["HadwSwiftGRPOTrainer", "TRAINER_PATH"]
 
-TRAINER_PATH = "verl_hadw.swift_adapter.grpo_trainer.HadwSwiftGRPOTrainer"  # swift's TrainerFactory looks it up
+TRAINER_PATH = "verl_hadw.swift_adapter.swift_grpo_trainer.HadwSwiftGRPOTrainer"  # swift's TrainerFactory looks it up
 
 
 class HadwSwiftGRPOTrainer(GRPOTrainer):
@@ -69,7 +69,7 @@ class HadwSwiftGRPOTrainer(GRPOTrainer):
 
     def _loss_tokens(self, batch_encoded_inputs) -> torch.Tensor:
         """(N_global,) each completion's loss tokens, in the rewards' order: the counts swift's ``num_items_in_batch``
-        sums (4.0-4.5 keep ``completion_mask`` in each micro-batch dict, 4.6 in its ``grpo_batch``)."""
+        sums (4.3-4.5 keep ``completion_mask`` in each micro-batch dict, 4.6 in its ``grpo_batch``)."""
         masks = [b["grpo_batch"].completion_mask if "grpo_batch" in b else b["completion_mask"]
                  for b in batch_encoded_inputs]
         local = [m.sum(1).tolist() for m in masks]
