@@ -2,18 +2,21 @@
 nothing there; that environment passes the swift adapter's tests and the core's. One cell per end of
 ``SWIFT_RANGE`` (ms-swift 4.x pins ``trl<1.0``: it never shares the test environment, which holds TRL 1.x).
 
-    python tests/swift_install_cell.py VERSION WORKDIR
+    python tests/swift_install_cell.py VERSION WORKDIR [--lean]
 
 A script, not a test file: the session's stage runs it in the background beside the other tests (it waits on pip
 much of its time), and ``tests/test_swift_cell.py`` reads its exit code and output; an assertion here fails it.
 
 A fresh virtualenv gets ms-swift ``VERSION`` first, with CPU torch and ``msgspec`` (swift imports it without
-declaring it), as a swift user's machine has them; then this checkout's ``[swift]`` extra. ``pip freeze`` before and
+declaring it), as a swift user's machine has them (uv lays it, from its cache); then this checkout's ``[swift]``
+extra, with pip. ``pip freeze`` before and
 after: ``verl-hadw`` added, nothing else added or changed, none of verl, Ray, vLLM or TRL's adapter's TRL 1.x. Then
 pytest (pinned to what is installed), and ``tests/swift_cell/`` (the adapter, end to end through swift's pipeline and
 ``verl-hadw-swift rlhf`` on two CPU ranks) and ``tests/test_core_*.py`` (the equations, the anchor, the file format)
 run there against the installed package. The HA-DW / DGPO runs' records are kept under ``WORKDIR/records`` for
-``tests/test_swift_cell.py``'s comparison with TRL's adapter and verl's estimator.
+``tests/test_swift_cell.py``'s comparison with TRL's adapter and verl's estimator. ``--lean`` (the oldest release's
+cell, for CI's time): the command-line run on one rank instead of two, and the switched-off comparison under swift's
+``dapo`` loss only; the newest release's cell runs all of it.
 """
 
 import os
@@ -47,15 +50,17 @@ def freeze(python: Path) -> dict[str, str]:
     return out
 
 
-def main(version: str, workdir: Path) -> int:
+def main(version: str, workdir: Path, lean: bool = False) -> int:
     timings, tag = {}, f"[swift {version}]"
     venv = workdir / "venv"
     start = time.monotonic()
-    sh(sys.executable, "-m", "venv", venv)
+    # The swift user's environment as it was before our extra: laid by uv from its cache (seconds, where pip takes
+    # ~100 s unpacking torch), with pip in it (--seed); our extra then goes in with pip, as a user installs it.
+    uv = Path(sys.executable).with_name("uv")
+    sh(uv, "venv", "-q", "--seed", "--python", sys.executable, venv)
     python = venv / "bin" / "python"
-    # --no-compile: no .pyc for the thousands of modules nothing here imports
-    sh(python, "-m", "pip", "install", "-q", "--no-compile", "-c", ROOT / "constraints-cpu.txt",
-       f"ms-swift=={version}", "msgspec")
+    sh(uv, "pip", "install", "-q", "--python", python, "-c", ROOT / "constraints-cpu.txt", f"ms-swift=={version}",
+       "msgspec")
     timings["ms-swift first"] = time.monotonic() - start
     before = freeze(python)
     assert before["ms-swift"] == version and "trl" in before
@@ -87,8 +92,10 @@ def main(version: str, workdir: Path) -> int:
     pins.write_text("".join(f"{k}=={v}\n" for k, v in after.items() if re.fullmatch(r"[0-9][0-9a-z.+]*", v)))
     sh(python, "-m", "pip", "install", "-q", "--no-compile", "-c", pins, "pytest")
     files = ["tests/swift_cell", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_core_*.py"))]
+    subset = ["-k", "not switched_off or dapo"] if lean else []
     out = sh(venv / "bin" / "pytest", "-q", "-rA", "-s", "-p", "no:cacheprovider", "--basetemp", workdir / "pytest",
-             *files, cwd=ROOT, env={"SWIFT_CELL_KEEP": str(workdir / "records")})
+             *subset, *files, cwd=ROOT,
+             env={"SWIFT_CELL_KEEP": str(workdir / "records"), "SWIFT_CELL_RANKS": "1" if lean else "2"})
     timings[f"pytest ({len(files)} paths)"] = time.monotonic() - start
     keep = ("PASSED ", "[swift cell]")
     print("\n".join(line for line in out.splitlines() if line.startswith(keep) or re.match(r"^\d+ passed", line)))
@@ -99,4 +106,4 @@ def main(version: str, workdir: Path) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], Path(sys.argv[2]).resolve()))
+    sys.exit(main(sys.argv[1], Path(sys.argv[2]).resolve(), lean="--lean" in sys.argv[3:]))

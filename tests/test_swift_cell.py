@@ -48,7 +48,8 @@ def test_the_swift_extra_changes_nothing_a_swift_user_has_and_the_adapters_tests
                  "test_the_command_line_trains_hadw_and_every_rank_holds_the_same_anchor",
                  "test_switched_off_it_is_swifts_grpo_bit_for_bit[dapo]"):
         assert f"PASSED tests/swift_cell/test_swift_training.py::{test}" in run.output, run.output[-3000:]
-    assert "[swift cell] ranks 2: anchors after each step" in run.output
+    ranks = 1 if launch.endswith("oldest") else 2  # the oldest's cell is lean (tests/swift_install_cell.py)
+    assert f"[swift cell] ranks {ranks}: anchors after each step" in run.output
     assert re.search(r"^\d+ passed", run.output, re.M) and not re.search(r"\d+ (failed|error|skipped)", run.output)
     assert f"[swift {version}] every check passed" in run.output
 

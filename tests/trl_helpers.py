@@ -31,13 +31,18 @@ def accuracy(completions, allowed, **kwargs) -> list[float]:
 
 
 def config(output_dir, **overrides) -> HadwGRPOConfig:
+    return HadwGRPOConfig(**config_values(output_dir, **overrides))
+
+
+def config_values(output_dir, **overrides) -> dict:
+    """The keyword arguments of the tests' config (TRL's own ``GRPOConfig`` takes them too, without ours)."""
     values = dict(
         output_dir=str(output_dir), per_device_train_batch_size=BATCH, num_generations=GROUP,
         max_completion_length=4, max_steps=2, learning_rate=1e-2, logging_steps=1, save_strategy="no",
         report_to=[], use_cpu=True, seed=0, disable_tqdm=True, data_seed=0,
     )
     values.update(overrides)
-    return HadwGRPOConfig(**values)
+    return values
 
 
 @dataclass
