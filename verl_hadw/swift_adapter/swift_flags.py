@@ -50,7 +50,7 @@ def our_fields() -> list[str]:
 
 
 def _parser() -> HfArgumentParser:
-    return HfArgumentParser([HadwSwiftArguments], allow_abbrev=False)
+    return HfArgumentParser([HadwSwiftArguments], allow_abbrev=False, prog="verl-hadw-swift rlhf")
 
 
 def split_arguments(argv: list[str]) -> tuple[HadwSwiftArguments, list[str]]:
