@@ -196,3 +196,13 @@ def test_a_row_masked_only_at_its_first_token_takes_the_exact_path():
     assert core_groups._batch_in_one_read(rewards, mask, index, True) is None
     b = core_groups.prepare_batch(rewards, mask, index)
     assert b.rows.numel() == b.n_rows and b.scores[-1] == 1.0
+
+
+def test_a_nan_tensor_label_is_refused_unless_only_padding_rows_carry_it():
+    rewards, mask, index = batch(padding=2)
+    labels = index.double()
+    labels[-1] = float("nan")  # a padding row's label: not a group, nothing to refuse
+    assert core_groups.prepare_batch(rewards, mask, labels).n_groups == 6
+    labels[0] = float("nan")
+    with pytest.raises(ValueError, match="NaN, unequal to itself"):
+        core_groups.prepare_batch(rewards, mask, labels)

@@ -13,6 +13,7 @@ batch's read has it) and once for the checks and metrics of Φ, DGPO once for it
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -218,10 +219,11 @@ def hadw_call(
     checked = preview(*counts)  # check first: the anchor moves only once nothing can refuse the call
     weights = hadw_weights(adv, p_hat, checked.prior, cfg.lambda_scale)
     phi = _normalized(weights, cfg)
-    # The second read: Φ's check (of exp's overflow, only reward difficulty), its metrics, the DGPO base's counts
-    finite, *read = host_values(torch.isfinite(weights).all(), *phi_summary_terms(phi, cfg.lambda_scale),
-                                *(dgpo_parts[0] if dgpo_parts else ()))
-    if not finite:
+    # The second read: Φ's check (exp's overflow, only reward difficulty: a float64 sum of float32 terms is finite
+    # exactly when they all are), its metrics, the DGPO base's counts
+    total, *read = host_values(weights.sum(dtype=torch.float64), *phi_summary_terms(phi, cfg.lambda_scale),
+                               *(dgpo_parts[0] if dgpo_parts else ()))
+    if not math.isfinite(total):
         _refuse_phi(p_hat, checked.prior, key)
     summary, dgpo_read = tuple(read[:5]), read[5:]
     view = observe(*counts)

@@ -86,20 +86,20 @@ def tensor_ids_where(index: torch.Tensor, valid: torch.Tensor):
     """``_tensor_ids`` of the rows ``valid`` (N,) bool, with no read by the host (``torch.unique`` reads twice).
 
     Returns (N,) ids, those of valid rows numbered 0..G-1 in sorted label order as ``torch.unique``'s inverse,
-    the others N, and the device flag "no valid row's label is NaN" (True for integers).
+    the others N, and the device flag "a valid row's label is NaN" (None for integers: nothing to read).
     """
     values = _real(index.reshape(-1)).to(valid.device)
     n = values.numel()
-    labels_ok = ~(torch.isnan(values) & valid).any() if values.is_floating_point() else True
     keys = values.to(torch.uint8) if values.dtype == torch.bool else values
-    order = torch.sort(keys, stable=True).indices
-    order = order[torch.sort((~valid[order]).to(torch.uint8), stable=True).indices]  # invalid rows last
-    ordered, used = keys[order], valid[order]
-    starts = torch.ones_like(used)
+    nan = (torch.isnan(keys) & valid).any() if keys.is_floating_point() else None
+    lowest = -torch.inf if keys.is_floating_point() else torch.iinfo(keys.dtype).min
+    # other rows take the largest valid label, so they join its run instead of starting one (one sort, not two)
+    keys = keys.masked_fill(~valid, keys.masked_fill(~valid, lowest).max())
+    ordered, order = torch.sort(keys, stable=True)
+    starts = torch.ones_like(ordered, dtype=torch.bool)
     starts[1:] = ordered[1:] != ordered[:-1]  # each run of equal labels is one group (as torch.unique's !=)
-    starts &= used
-    ids = (torch.cumsum(starts, 0) - 1).masked_fill_(~used, n)
-    return torch.empty_like(ids).scatter_(0, order, ids), labels_ok
+    ids = (torch.cumsum(starts, 0) - 1).masked_fill_(~valid.index_select(0, order), n)
+    return torch.empty_like(ids).scatter_(0, order, ids), nan
 
 
 def as_valid_index(index, rows: torch.Tensor):
