@@ -20,7 +20,13 @@ import torch
 from trl import GRPOConfig
 from trl_helpers import accuracy, config, trainer
 
-from verl_hadw.core.anchor.compatibility import ADV_ESTIMATOR, NORM_BY_STD, declared_options
+from verl_hadw.core.anchor.compatibility import (
+    ACCURACY_INDEX,
+    ADV_ESTIMATOR,
+    NORM_BY_STD,
+    REWARD_WEIGHTS,
+    declared_options,
+)
 from verl_hadw.core.anchor.file_format import STATE_FILE
 from verl_hadw.core.errors import AnchorFileError, ConfigError, MissingAnchorStateError, ResumeConflictError
 from verl_hadw.trl import HadwGRPOConfig, HadwGRPOTrainer
@@ -41,7 +47,8 @@ def refused(match: str, **overrides):
 # ------------------------------------------------------------------------------------------------ options
 def test_every_declared_option_is_a_field_with_its_default_and_doc():
     fields = {f.name: f for f in dataclasses.fields(HadwGRPOConfig)}
-    verls_own = (NORM_BY_STD, ADV_ESTIMATOR)  # verl's keys: TRL's scale_rewards and its own adv_estimator field
+    # verl's keys (TRL's scale_rewards and its own adv_estimator field) and the reward columns (TRL's own fields)
+    verls_own = (NORM_BY_STD, ADV_ESTIMATOR, ACCURACY_INDEX, REWARD_WEIGHTS)
     expected = {k[len("algorithm."):].replace(".", "_") for k in declared_options() if k not in verls_own}
     assert set(declared_fields()) == expected and expected <= set(fields)
     for name, (path, declaration) in declared_fields().items():
@@ -199,7 +206,7 @@ def test_non_binary_accuracy_without_threshold_names_the_field(tmp_path, estimat
 def saved_checkpoint(root: Path, step: int = 2, **overrides) -> Path:
     """A ``checkpoint-<step>`` folder holding an anchor file written by a run with ``overrides``."""
     args = config(root, **overrides)
-    anchor = TrainerAnchor(args.hadw_options(), args.recorded_options())
+    anchor = TrainerAnchor(args.hadw_options(), args.recorded_options([1.0]))
     anchor.observe(1, 3.0, 8)
     anchor.observe(step, 5.0, 8)
     folder = root / f"checkpoint-{step}"
@@ -211,7 +218,7 @@ def saved_checkpoint(root: Path, step: int = 2, **overrides) -> Path:
 
 def anchor_of(root: Path, **overrides) -> TrainerAnchor:
     args = config(root, **overrides)
-    return TrainerAnchor(args.hadw_options(), args.recorded_options())
+    return TrainerAnchor(args.hadw_options(), args.recorded_options([1.0]))
 
 
 def test_resume_with_a_changed_meaning_refuses_naming_the_field(tmp_path):

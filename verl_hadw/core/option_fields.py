@@ -14,11 +14,13 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
+import numbers
+import warnings
 from dataclasses import field
 from typing import Any, Optional
 
 from verl_hadw.core.anchor.compatibility import flat_options
-from verl_hadw.core.errors import ConfigError
+from verl_hadw.core.errors import ConfigError, UnusedOptionsWarning
 from verl_hadw.core.options import DgpoConfig, HadwConfig, declarations, parse_section
 from verl_hadw.core.terms import Terms
 
@@ -96,8 +98,10 @@ class OptionFields:
             raise ConfigError(f"{key('adv_estimator')}={self.adv_estimator!r} is not valid; choose one of: hadw, "
                               "dgpo.")
         index = self.accuracy_reward_index
-        if index is not None and (isinstance(index, bool) or not isinstance(index, int) or index < 0):
+        if index is not None and (isinstance(index, bool) or not isinstance(index, numbers.Integral) or index < 0):
             raise ConfigError(f"{key('accuracy_reward_index')}={index!r} is not valid; use None or an integer >= 0.")
+        if index is not None:
+            self.accuracy_reward_index = int(index)  # np.int64(0) is the integer 0
         init = "hadw_anchor_init"  # "first_batch" or a number; a command line gives text
         if isinstance(getattr(self, init), str) and getattr(self, init) != "first_batch":
             try:
@@ -105,8 +109,7 @@ class OptionFields:
             except ValueError:
                 pass  # the parser below names the field and what is valid
         self.hadw_options()  # every declared field, by verl's parser
-        if self.uses_dgpo():
-            self.dgpo_options()
+        self.dgpo_options()  # whichever estimator runs: an option is checked at the same moment under every one
 
     def _values(self, section: str) -> dict[str, Any]:
         return {path: getattr(self, name) for name, (path, _) in declared_fields().items()
@@ -121,8 +124,47 @@ class OptionFields:
         return parse_section("dgpo", nested(self._values("dgpo"))["dgpo"], self.terms.key)
 
     def norm_by_std(self) -> bool:
-        """verl's ``algorithm.norm_adv_by_std_in_grpo``, read from the framework's ``scale_rewards``."""
+        """verl's ``algorithm.norm_adv_by_std_in_grpo``, read from the framework's ``scale_rewards`` ("group" or
+        "none"; any other value, e.g. set after construction, is refused rather than read as "none")."""
+        if self.scale_rewards not in ("group", "none"):
+            raise ConfigError(
+                f"{self.terms.key('norm_adv_by_std_in_grpo').split('=')[0]}={self.scale_rewards!r} has no counterpart "
+                f"in {self.adv_estimator}: it normalises within each group. Use 'group' (GRPO's std, verl's "
+                "norm_adv_by_std_in_grpo=true) or 'none' (Dr.GRPO, false); both only matter where the base divides "
+                "by a std."
+            )
         return self.scale_rewards == "group"
+
+    def unused_fields(self) -> list[str]:
+        """The fields set (not at their default) that this run never reads, as verl's adapter reports unused
+        options: ``hadw_*`` under DGPO (but ``hadw_state_key``, ``hadw_log_metrics``), ``dgpo_*`` under HA-DW over
+        GRPO, ``accuracy_reward_index`` where neither y_t / p̂ (``hadw_difficulty_from="reward"`` reads the mean
+        reward) nor DGPO's question weights read an accuracy."""
+        hadw, dgpo = self.adv_estimator == "hadw", self.uses_dgpo()
+        shared = {"hadw_state_key", "hadw_log_metrics"}
+        unused = [name for name, (path, f) in declared_fields().items() if getattr(self, name) != f.default and (
+            (path.startswith("hadw.") and not hadw and name not in shared) or (path.startswith("dgpo.") and not dgpo))]
+        reads_accuracy = (hadw and self.hadw_options().difficulty_from == "accuracy") or (
+            dgpo and self.dgpo_options().dqw)
+        if self.accuracy_reward_index is not None and not reads_accuracy:
+            unused.append("accuracy_reward_index")
+        return unused
+
+    def warn_unused_fields(self) -> list[str]:
+        """``unused_fields``, as one ``UnusedOptionsWarning`` naming them in the framework's words."""
+        unused = self.unused_fields()
+        if unused:
+            names = ", ".join(self.terms.key(n) if n in ADAPTER_FIELDS else self.terms.key(declared_fields()[n][0])
+                              for n in unused)
+            warnings.warn(
+                f"{names} {'is' if len(unused) == 1 else 'are'} set but this run "
+                f"({self.terms.key('adv_estimator')}={self.adv_estimator}, "
+                f"{self.terms.key('hadw.base')}={self.hadw_base}, "
+                f"{self.terms.key('hadw.difficulty_from')}={self.hadw_difficulty_from}) does not read "
+                f"{'it' if len(unused) == 1 else 'them'}: no effect. hadw_* is read by hadw, dgpo_* by dgpo and by "
+                "hadw over dgpo, accuracy_reward_index where an accuracy is read (difficulty_from=accuracy, or "
+                "DGPO's question weights).", UnusedOptionsWarning, stacklevel=3)
+        return unused
 
     def uses_dgpo(self) -> bool:
         """DGPO runs: alone, or as HA-DW's base."""
@@ -137,7 +179,9 @@ class OptionFields:
         return {**nested({**self._values("hadw"), **self._values("dgpo")}), "adv_estimator": self.adv_estimator,
                 "norm_adv_by_std_in_grpo": self.norm_by_std()}
 
-    def recorded_options(self) -> dict[str, Any]:
+    def recorded_options(self, reward_weights: list[float] | None = None) -> dict[str, Any]:
         """These options as an anchor file records them and a resume compares (``compatibility.flat_options``:
-        the same flat keys as verl's, so a file means the same under every adapter)."""
-        return flat_options(self.hadw_options(), self.dgpo_options(), self.norm_by_std(), self.adv_estimator)
+        the same flat keys as verl's, so a file means the same under every adapter), with which reward function is
+        the accuracy and the reward functions' weights (the trainer's, ``reward_weights``)."""
+        return flat_options(self.hadw_options(), self.dgpo_options(), self.norm_by_std(), self.adv_estimator,
+                            accuracy_index=self.accuracy_reward_index, reward_weights=reward_weights)

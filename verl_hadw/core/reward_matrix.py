@@ -9,6 +9,7 @@ values to log. Pure torch.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from typing import Protocol, Sequence
 
@@ -16,12 +17,14 @@ import torch
 
 from verl_hadw.core.advantages import dgpo_call, hadw_call
 from verl_hadw.core.anchor.machine import AnchorView
+from verl_hadw.core.errors import ConfigError
 from verl_hadw.core.groups import prepare_batch
 from verl_hadw.core.metric_values import MetricBuffer
 from verl_hadw.core.options import DgpoConfig, HadwConfig
 from verl_hadw.core.terms import Terms
 
-__all__ = ["RewardColumns", "StepAnchor", "scores_of", "generation_advantages", "VERL_ONLY_METRICS"]
+__all__ = ["RewardColumns", "StepAnchor", "scores_of", "generation_advantages", "VERL_ONLY_METRICS",
+           "check_reward_weights", "check_reward_values"]
 
 VERL_ONLY_METRICS = ("hadw/actor_recoveries",)  # about verl's Ray actor; these trainers' anchor lives in each process
 
@@ -44,12 +47,41 @@ class StepAnchor(Protocol):
     def preview(self, correct: float, count: int) -> AnchorView: ...
 
 
+def check_reward_weights(weights, names: Sequence[str], terms: Terms) -> None:
+    """Raise ``ConfigError`` for a NaN or infinite reward weight, naming the weight's function: NaN would drop the
+    function from the combined reward (``nansum``), an infinity would make every score infinite. Weights may change
+    after a trainer is built, so each generation checks them again (``scores_of``)."""
+    values = [float(w) for w in (weights.tolist() if isinstance(weights, torch.Tensor) else weights)]
+    bad = [(i, w) for i, w in enumerate(values) if w != w or w in (float("inf"), float("-inf"))]
+    if bad:
+        which = ", ".join(f"{w} for {names[i]!r}" if i < len(names) else f"{w} at {i}" for i, w in bad)
+        raise ConfigError(
+            f"{terms.key('reward_weights')}={values} holds a weight that is not a finite number ({which}): the "
+            "combined reward would drop that function (NaN) or be infinite. Give every reward function a finite "
+            "weight."
+        )
+
+
+def check_reward_values(name: str, values) -> None:
+    """Raise ``TypeError`` naming reward function ``name`` when one of its ``values`` (one per completion) is
+    neither a number nor None (a string, a list...): a framework would fail converting it, naming no function."""
+    for i, value in enumerate(values):
+        if value is None or isinstance(value, numbers.Real) or (isinstance(value, torch.Tensor) and value.numel() == 1):
+            continue
+        raise TypeError(
+            f"the reward function {name!r} returned {type(value).__name__} {value!r:.60} for completion {i} of this "
+            "generation batch: a reward is a number (or None when it cannot be scored). Make it return a float, "
+            "e.g. float(...) of its score."
+        )
+
+
 def scores_of(rewards_per_func: torch.Tensor, columns: RewardColumns,
               terms: Terms) -> tuple[torch.Tensor, torch.Tensor | None]:
     """(B,) the weighted sum of the rewards (GRPO's ``sum_then_normalize`` input), and the accuracy reward's column
     (None: the scores are the accuracy). A completion without a reward (None, NaN) or with an infinite one is an
     error naming the function."""
     names, index = columns.names, columns.accuracy_index
+    check_reward_weights(columns.weights, names, terms)  # a weight, not the function, is to blame then
     infinite = torch.isinf(rewards_per_func)
     if bool(infinite.any()):
         funcs = infinite.any(dim=0).nonzero().squeeze(-1).tolist()
@@ -75,6 +107,13 @@ def scores_of(rewards_per_func: torch.Tensor, columns: RewardColumns,
             "the reward function return a number (e.g. 0.0 for an unparseable answer)."
         )
     scores = (rewards_per_func * columns.weights.to(rewards_per_func.device)).nansum(dim=1)
+    if not bool(torch.isfinite(scores).all()):
+        rows = (~torch.isfinite(scores)).nonzero().squeeze(-1)[:5].tolist()
+        raise ValueError(
+            f"the weighted sum of the rewards ({terms.key('reward_weights')}={columns.weights.tolist()}) overflows "
+            f"for completions {rows} of this generation batch, though every reward function returned a finite "
+            "value: use smaller weights or rewards."
+        )
     return scores, (rewards_per_func[:, index] if index is not None else None)
 
 

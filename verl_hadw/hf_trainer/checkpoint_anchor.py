@@ -36,7 +36,7 @@ from verl_hadw.core.anchor.file_format import (
     write_state_file,
 )
 from verl_hadw.core.anchor.machine import AnchorState, AnchorView
-from verl_hadw.core.anchor.resume import check_saved_options, continue_under, missing_anchor
+from verl_hadw.core.anchor.resume import check_saved_options, continue_under, missing_anchor, resumable
 from verl_hadw.core.errors import AnchorFileError, AnchorSaveError, frozen_anchor_message
 from verl_hadw.core.options import HadwConfig
 from verl_hadw.core.terms import Terms
@@ -51,8 +51,8 @@ def checkpoint_step(folder: str, framework: str) -> int | None:
     global_step, or None without one (the Trainer then loads the weights only and counts from step 0: a new run,
     with a fresh anchor)."""
     path = os.path.join(folder, "trainer_state.json")
-    if not os.path.exists(path):
-        if os.path.exists(os.path.join(folder, STATE_FILE)):
+    if not os.path.lexists(path):  # a broken link is read below, and named as one
+        if os.path.lexists(os.path.join(folder, STATE_FILE)):
             logger.warning(f"{folder} has an HA-DW anchor file but no trainer_state.json: {framework} restarts at "
                            "step 0 with its weights only, and so does the anchor (fresh)")
         return None
@@ -60,6 +60,13 @@ def checkpoint_step(folder: str, framework: str) -> int | None:
         return int(read_json(read_bounded(path))["global_step"])
     except (ValueError, KeyError, TypeError) as exc:
         raise AnchorFileError(f"cannot read the step {framework} resumes {folder} at from {path} ({exc})") from None
+
+
+def way_back(checkpoint: str, step: int, options: dict, anchor: bool) -> str | None:
+    """The newest earlier ``checkpoint-K`` beside ``checkpoint`` whose file a run with ``options`` (``anchor``: an
+    HA-DW run) continues without a refusal: the way back a refused resume names."""
+    return earlier_valid_checkpoint(checkpoint, step, prefix=f"{PREFIX_CHECKPOINT_DIR}-", needs=None,
+                                    accepts=lambda saved: resumable(saved, options, anchor))
 
 
 class TrainerAnchor:
@@ -80,12 +87,13 @@ class TrainerAnchor:
         path = os.path.join(checkpoint, STATE_FILE)
         saved = self._read(checkpoint, path, step)
         if saved is not None:
-            state = continue_under(saved, self.cfg, self.options, path, self.terms)
+            state = continue_under(saved, self.cfg, self.options, path, self.terms,
+                                   earlier=lambda: way_back(checkpoint, step, self.options, anchor=True))
             self.state, self.restored_from = AnchorState.from_dict(state, self.cfg.anchor), path
             logger.info(f"HA-DW anchor restored from {path} (step {step})")
 
     def _read(self, checkpoint: str, path: str, step: int) -> dict | None:
-        if not os.path.exists(path):
+        if not os.path.lexists(path):  # a dangling or looping link is there: read below, "cannot be read"
             problem, error = f"resuming from {checkpoint} but it holds no HA-DW anchor ({STATE_FILE})", None
         else:
             try:
@@ -151,7 +159,8 @@ class OptionsRecord:
                 f"cannot tell which estimator {checkpoint} was trained with: {path} {exc}. Ways "
                 f"out: resume from another checkpoint, or move {path} away if it is not this run's."
             ) from None
-        check_saved_options(saved, self.options, path, self.terms)
+        check_saved_options(saved, self.options, path, self.terms,
+                            earlier=lambda: way_back(checkpoint, step, self.options, anchor=False))
 
     def save(self, folder: str, step: int) -> None:
         write_state_file(os.path.join(folder, STATE_FILE), payload(step, self.key, None, self.options), self.terms)

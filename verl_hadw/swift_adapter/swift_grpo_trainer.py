@@ -16,7 +16,7 @@ from swift.rlhf_trainers import GRPOTrainer
 from transformers.trainer_utils import get_last_checkpoint
 
 from verl_hadw.core.metric_values import MetricBuffer
-from verl_hadw.core.reward_matrix import RewardColumns, generation_advantages
+from verl_hadw.core.reward_matrix import RewardColumns, check_reward_weights, generation_advantages
 from verl_hadw.hf_trainer.checkpoint_anchor import AnchorCheckpointCallback, OptionsRecord, TrainerAnchor
 from verl_hadw.swift_adapter.settings import check_trainer
 from verl_hadw.swift_adapter.swift_flags import HadwSwiftArguments
@@ -33,10 +33,12 @@ class HadwSwiftGRPOTrainer(GRPOTrainer):
     def __init__(self, *args, hadw_args: HadwSwiftArguments, **kwargs):
         super().__init__(*args, **kwargs)
         check_trainer(self, hadw_args)
+        check_reward_weights(self.reward_weights, self.reward_func_names, SWIFT)
+        hadw_args.warn_unused_fields()
         self.hadw_args = hadw_args
         self.hadw_cfg = hadw_args.hadw_options()
         self.dgpo_cfg = hadw_args.dgpo_options() if hadw_args.uses_dgpo() else None
-        options = hadw_args.recorded_options()
+        options = hadw_args.recorded_options(self.reward_weights.tolist())
         self.hadw_anchor = TrainerAnchor(self.hadw_cfg, options, SWIFT) if hadw_args.adv_estimator == "hadw" else None
         # what each checkpoint records and a resume checks: the anchor, or (DGPO) the run's options only
         self._hadw_record = self.hadw_anchor or OptionsRecord(self.hadw_cfg.state_key, options, SWIFT)

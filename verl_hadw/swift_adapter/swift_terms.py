@@ -22,6 +22,8 @@ def swift_flag(option: str) -> str:
 def _setting(option: str, value: Any) -> str:
     if option == "norm_adv_by_std_in_grpo":  # swift's scale_rewards stands for it
         return f"--scale_rewards {'group' if value else 'none'}"
+    if isinstance(value, list):  # --reward_weights 1.0 0.5
+        return f"{swift_flag(option)} {' '.join(str(v) for v in value)}"
     return f"{swift_flag(option)} {str(value).lower() if isinstance(value, bool) else value}"
 
 

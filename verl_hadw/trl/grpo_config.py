@@ -31,7 +31,7 @@ from verl_hadw.core.option_fields import (
     closest_field,
     declared_fields,
 )
-from verl_hadw.trl.loss_types import check_loss_type
+from verl_hadw.trl.loss_types import LOSS_TYPES, check_loss_type
 from verl_hadw.trl.trl_terms import TRL, trl_key
 from verl_hadw.trl.trl_version import check_trl_version, check_truncation
 
@@ -56,6 +56,11 @@ class HadwGRPOConfig(OptionFields, GRPOConfig):
 
     def __post_init__(self):
         super().__post_init__()
+        self.check_hadw()
+
+    def check_hadw(self) -> None:
+        """Every check of HA-DW's and DGPO's fields and of the TRL settings they constrain. ``__post_init__`` runs
+        it, and ``HadwGRPOTrainer`` again on the config it is handed (scripts set fields after building one)."""
         self.check_adapter_fields()  # adv_estimator, accuracy_reward_index, every declared field (the core's parser)
         if self.multi_objective_aggregation != "sum_then_normalize":
             raise ConfigError(
@@ -63,12 +68,10 @@ class HadwGRPOConfig(OptionFields, GRPOConfig):
                 f"on its own (GDPO); {self.adv_estimator} replaces TRL's advantage and reads the weighted sum of "
                 "the rewards: use multi_objective_aggregation='sum_then_normalize'."
             )
-        if self.scale_rewards not in ("group", "none"):
-            raise ConfigError(
-                f"scale_rewards={self.scale_rewards!r} has no counterpart in {self.adv_estimator}: it normalises "
-                "within each group. Use scale_rewards='group' (GRPO's std, verl's norm_adv_by_std_in_grpo=true) or "
-                "'none' (Dr.GRPO, false); both only matter where the base divides by a std."
-            )
+        self.norm_by_std()  # scale_rewards: "group" or "none"
+        if self.loss_type not in LOSS_TYPES:  # TRL would fail inside its loss, after the first generation
+            raise ConfigError(f"loss_type={self.loss_type!r} is not one of TRL's loss types: "
+                              f"{', '.join(LOSS_TYPES)}.")
         if self.uses_valid_token_norm():
             check_loss_type(self.loss_type, self.steps_per_generation, self.gradient_accumulation_steps)
             check_truncation(self.mask_truncated_completions)

@@ -18,13 +18,16 @@ averaged, logged and reported (``report_to``) with TRL's.
 
 from __future__ import annotations
 
+import functools
+import inspect
+
 import torch
 from transformers.trainer_utils import get_last_checkpoint
 from trl import GRPOTrainer
 
 from verl_hadw.core.errors import ConfigError
 from verl_hadw.core.metric_values import MetricBuffer
-from verl_hadw.core.reward_matrix import RewardColumns, generation_advantages
+from verl_hadw.core.reward_matrix import RewardColumns, check_reward_values, check_reward_weights, generation_advantages
 from verl_hadw.hf_trainer.checkpoint_anchor import AnchorCheckpointCallback
 from verl_hadw.trl.grpo_config import HadwGRPOConfig
 from verl_hadw.trl.trainer_anchor import OptionsRecord, TrainerAnchor
@@ -32,6 +35,29 @@ from verl_hadw.trl.trl_terms import TRL
 from verl_hadw.trl.trl_version import check_trl_version
 
 __all__ = ["HadwGRPOTrainer"]
+
+
+def checked_outputs(func, name: str):
+    """``func`` (a reward function) with each of its returned values checked (``check_reward_values``); a model
+    (``nn.Module``) as it is."""
+    if isinstance(func, torch.nn.Module) or not callable(func):
+        return func
+    if inspect.iscoroutinefunction(func):
+        @functools.wraps(func)
+        async def checked_async(*args, **kwargs):
+            values = await func(*args, **kwargs)
+            check_reward_values(name, values)
+            return values
+
+        return checked_async
+
+    @functools.wraps(func)
+    def checked(*args, **kwargs):
+        values = func(*args, **kwargs)
+        check_reward_values(name, values)
+        return values
+
+    return checked
 
 
 class HadwGRPOTrainer(GRPOTrainer):
@@ -47,16 +73,23 @@ class HadwGRPOTrainer(GRPOTrainer):
                 f"HadwGRPOTrainer reads its options from args=HadwGRPOConfig(...) (GRPOConfig's fields plus adv_"
                 f"estimator, hadw_*, dgpo_*), got {type(args).__name__}."
             )
+        args.check_hadw()  # again, before TRL builds anything: a script may have set fields after construction
+        if args.reward_weights is not None:
+            check_reward_weights(args.reward_weights, [], TRL)  # before TRL builds anything
         super().__init__(model, reward_funcs, args, *rest, **kwargs)
+        check_reward_weights(self.reward_weights, self.reward_func_names, TRL)
+        args.warn_unused_fields()
         self.hadw_cfg = args.hadw_options()
         self.dgpo_cfg = args.dgpo_options() if args.uses_dgpo() else None
+        # what this trainer runs and records, read once: a field changed after this is not read half-way
+        self._norm_by_std, self._accuracy_index = args.norm_by_std(), args.accuracy_reward_index
         index, names = args.accuracy_reward_index, self.reward_func_names
         if index is not None and index >= len(names):
             raise ConfigError(
                 f"accuracy_reward_index={index} is out of range: there are {len(names)} reward function(s) "
                 f"({', '.join(f'{i}: {n}' for i, n in enumerate(names))}); valid: 0..{len(names) - 1} or None."
             )
-        options = args.recorded_options()
+        options = args.recorded_options(self.reward_weights.tolist())
         self.anchor = TrainerAnchor(self.hadw_cfg, options) if args.adv_estimator == "hadw" else None
         # what each checkpoint records and a resume checks: the anchor, or (DGPO) the run's options only
         self._record = self.anchor if self.anchor is not None else OptionsRecord(self.hadw_cfg.state_key, options)
@@ -76,7 +109,12 @@ class HadwGRPOTrainer(GRPOTrainer):
 
     # ------------------------------------------------------------------------------------- TRL's two taps
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
-        rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        funcs = self.reward_funcs
+        self.reward_funcs = [checked_outputs(f, n) for f, n in zip(funcs, self.reward_func_names)]
+        try:  # TRL converts each function's list with torch.tensor: a string would fail naming no function
+            rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        finally:
+            self.reward_funcs = funcs
         self._gathered_rewards = rewards_per_func  # (B_global, n_funcs), every process's rows, on every process
         return rewards_per_func
 
@@ -96,7 +134,7 @@ class HadwGRPOTrainer(GRPOTrainer):
         for _ in range(min(len(advantages), len(logged))):
             logged.pop()
         logged.extend(advantages.tolist())
-        if self.args.hadw_log_metrics:
+        if self.hadw_cfg.log_metrics:
             for name, value in values.items():
                 self._metrics[mode][name].append(value)
         return output
@@ -109,9 +147,9 @@ class HadwGRPOTrainer(GRPOTrainer):
         consecutive runs of ``num_generations`` rows. lengths: (B,) each completion's loss tokens (DGPO's Eq. 3).
         In training HA-DW's anchor observes the batch (at step ``state.global_step + 1``); in evaluation it does not.
         """
-        columns = RewardColumns(self.reward_func_names, self.reward_weights, self.args.accuracy_reward_index)
+        columns = RewardColumns(self.reward_func_names, self.reward_weights, self._accuracy_index)
         return generation_advantages(
             rewards_per_func, lengths, self.num_generations if mode == "train" else self.num_generations_eval,
-            columns, hadw_cfg=self.hadw_cfg, dgpo_cfg=self.dgpo_cfg, norm_by_std=self.args.norm_by_std(),
+            columns, hadw_cfg=self.hadw_cfg, dgpo_cfg=self.dgpo_cfg, norm_by_std=self._norm_by_std,
             anchor=self.anchor, step=self.state.global_step + 1, training=mode == "train",
             metrics=self._hadw_metrics, terms=TRL)

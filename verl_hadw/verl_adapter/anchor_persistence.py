@@ -28,6 +28,8 @@ class Persistence:
     #: ``load`` decides about a resumed run itself (restores, refuses or warns): the client's fresh-start guard
     #: is then not needed.
     handles_resume = False
+    #: the anchor goes into every verl checkpoint (the v1 callback's back-end, however the callback was built)
+    saves_into_checkpoints = False
     #: the trainer step the run's first estimator call must have, once ``load`` knows it (1 fresh, N + 1 resumed
     #: from step N); None: unknown. Tells a call of another run of the same state_key (``client.check_one_run``).
     first_step: int | None = None

@@ -43,7 +43,7 @@ class HadwCheckpointCallback(CheckpointCallback):
 
     def __init__(self, config=None):
         super().__init__(config)
-        run = validated_options(config)  # the one parse of this run's options
+        run = validated_options(config, by_callback=True)  # the one parse of this run's options
         self.estimator, self.hadw = run.estimator, run.hadw
         metrics.enable(self.hadw.log_metrics)
         self.files = CheckpointFiles(config.trainer, run.flat())

@@ -14,7 +14,7 @@ import os
 
 from verl_hadw.core.anchor.checkpoint_dirs import earlier_valid_checkpoint, step_of
 from verl_hadw.core.anchor.file_format import STATE_FILE, payload, read_state_file, write_state_file
-from verl_hadw.core.anchor.resume import check_saved_options, continue_under
+from verl_hadw.core.anchor.resume import check_saved_options, continue_under, resumable
 from verl_hadw.core.errors import AnchorFileError, MissingAnchorStateError
 from verl_hadw.core.options import HadwConfig
 from verl_hadw.verl_adapter.anchor_persistence import Persistence
@@ -31,6 +31,7 @@ class CheckpointFiles(Persistence):
     ``options``: the run's options (``RunOptions.flat``), which every file records and a resume compares."""
 
     handles_resume = True
+    saves_into_checkpoints = True
 
     def __init__(self, trainer_config, options: dict):
         self.trainer_config = trainer_config
@@ -43,7 +44,7 @@ class CheckpointFiles(Persistence):
         if folder is None:
             return None  # fresh run: an explicit start
         path = os.path.join(folder, STATE_FILE)
-        if not os.path.exists(path):
+        if not os.path.lexists(path):  # a dangling or looping link is there: read below, "cannot be read"
             return self._missing(
                 cfg,
                 folder,
@@ -57,7 +58,7 @@ class CheckpointFiles(Persistence):
             problem = str(exc)
         if problem is not None:  # raised outside the except: one error, not a chain ending in a JSONDecodeError
             return self._missing(cfg, folder, f"cannot restore the HA-DW anchor: {path} {problem}", AnchorFileError)
-        state = continue_under(saved, cfg, self.options, path, VERL)
+        state = continue_under(saved, cfg, self.options, path, VERL, earlier=lambda: self._way_back(folder, True))
         self.restored_step = step_of(folder)
         logger.info(f"HA-DW anchor restored from {path} (step {self.restored_step})")
         return state
@@ -90,7 +91,12 @@ class CheckpointFiles(Persistence):
                 f"cannot tell which estimator {folder} was trained with: {path} {problem}. Ways out: resume from "
                 f"another checkpoint (trainer.resume_mode=resume_path), or move {path} away if it is not this run's."
             )
-        check_saved_options(saved, self.options, path, VERL)
+        check_saved_options(saved, self.options, path, VERL, earlier=lambda: self._way_back(folder, False))
+
+    def _way_back(self, folder: str, anchor: bool) -> str | None:
+        """The newest earlier ``global_step_K`` this run continues without a refusal, with verl's overrides."""
+        earlier = earlier_valid_checkpoint(folder, accepts=lambda saved: resumable(saved, self.options, anchor))
+        return earlier and f"{earlier} (trainer.resume_mode=resume_path trainer.resume_from_path={earlier})"
 
     def on_checkpoint(self, step: int, key: str, state: dict | None, folder: str) -> None:
         """Write the anchor into ``folder``; ``state`` None: a run without an anchor records its options only."""

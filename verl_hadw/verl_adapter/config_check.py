@@ -237,6 +237,10 @@ def unsaved_anchor(algorithm: Any, root: Any = None) -> str | None:
         return None
     if is_our_callback(trainer.get("checkpoint_callback_class", None)):
         return None
+    hadw = algorithm_node(algorithm, "hadw")
+    client = PROCESS.anchors.get(hadw.get("state_key", "default") if hasattr(hadw, "get") else "default")
+    if client is not None and client.persistence.saves_into_checkpoints:
+        return None  # a HadwCheckpointCallback built in code (not named by the key) keeps this anchor
     return (
         f"HA-DW runs on verl's v1 trainer with checkpoints every {save_freq} steps (trainer.save_freq) but without "
         f"the plugin's checkpoint callback: the anchor is saved in no checkpoint, so resuming from one stops for "

@@ -97,7 +97,7 @@ class LegacySnapshots(Persistence):
             return None
         folder, candidates = self._resumed_from(cfg.state_key, step)
         for path in candidates:
-            if os.path.exists(path):
+            if os.path.lexists(path):  # a dangling or looping link is read, and named: not a missing snapshot
                 return continue_under(self._read(path, step - 1, folder), cfg, self.options, path, VERL)
         key, previous = cfg.state_key, step - 1
         message = (

@@ -21,7 +21,7 @@ def validate_config(config) -> str:
     return validated_options(config).estimator
 
 
-def validated_options(config) -> RunOptions:
+def validated_options(config, by_callback: bool = False) -> RunOptions:
     """``validate_config``, returning the parsed options (the checkpoint callback keeps them).
 
     Every check runs, and one ``ConfigError`` lists every problem found (a typo and a refused combination are
@@ -57,5 +57,6 @@ def validated_options(config) -> RunOptions:
     if problems:
         listed = "\n".join(f"  {i}. {problem}" for i, problem in enumerate(problems, start=1))
         raise ConfigError(f"{len(problems)} problems in the config:\n{listed}")
-    config_check.warn_unsaved_anchor(algorithm, config)  # HA-DW checkpoints without the callback: not saved
+    if not by_callback:  # the callback saves the anchor, whether the config names it or code built it
+        config_check.warn_unsaved_anchor(algorithm, config)  # HA-DW checkpoints without the callback: not saved
     return run

@@ -7,6 +7,7 @@ Which folder a run resumes from is each framework's rule: ``verl_adapter.resume_
 from __future__ import annotations
 
 import os
+from typing import Callable
 
 from verl_hadw.core.anchor.file_format import STATE_FILE, read_state_file
 
@@ -19,10 +20,12 @@ def step_of(folder: str, prefix: str = "global_step_") -> int:
 
 
 def earlier_valid_checkpoint(folder: str, step: int | None = None, prefix: str = "global_step_",
-                             needs: str | None = "actor") -> str | None:
+                             needs: str | None = "actor", accepts: Callable[[dict], bool] | None = None) -> str | None:
     """The newest other ``<prefix>K`` (K < N) beside ``folder`` whose anchor file is valid and that holds ``needs``
     (what its trainer resumes from: verl's ``actor/``; None: nothing more), or None. N is ``step``, else read from
-    ``folder``'s name. verl's folders are ``global_step_K``; TRL's ``checkpoint-K`` (``verl_hadw.trl``)."""
+    ``folder``'s name. verl's folders are ``global_step_K``; TRL's ``checkpoint-K`` (``verl_hadw.trl``).
+    ``accepts``: what the checked payload must satisfy (default: it holds an anchor; after a refused resume:
+    ``resume.resumable`` under the run's options)."""
     parent = os.path.dirname(os.path.normpath(folder))
     step = step_of(folder) if step is None else step
     try:
@@ -38,6 +41,6 @@ def earlier_valid_checkpoint(folder: str, step: int | None = None, prefix: str =
             saved = read_state_file(os.path.join(candidate, STATE_FILE), k)
         except ValueError:
             continue
-        if saved["state"] is not None:  # an options-only file (another estimator) holds no anchor
+        if accepts(saved) if accepts is not None else saved["state"] is not None:  # options-only: no anchor
             return candidate
     return None

@@ -23,6 +23,7 @@ warning naming them, by both back-ends alike.
 from __future__ import annotations
 
 import logging
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -31,8 +32,8 @@ from verl_hadw.core.options import DgpoConfig, HadwConfig, declarations
 from verl_hadw.core.terms import ALGORITHM_PREFIX, Terms
 
 __all__ = [
-    "MEANING", "TUNING", "ADV_ESTIMATOR", "NORM_BY_STD", "Rule", "RULES", "flat_options", "declared_options",
-    "check_resume", "rules_table",
+    "MEANING", "TUNING", "ADV_ESTIMATOR", "NORM_BY_STD", "ACCURACY_INDEX", "REWARD_WEIGHTS", "Rule", "RULES",
+    "flat_options", "declared_options", "check_resume", "rules_table",
 ]
 
 logger = logging.getLogger(__name__)
@@ -42,6 +43,10 @@ HADW, ANCHOR, DGPO = "algorithm.hadw.", "algorithm.hadw.anchor.", "algorithm.dgp
 NORM_BY_STD = "algorithm.norm_adv_by_std_in_grpo"  # verl's key; HA-DW's GRPO base (and DGPO's with dgae=false)
 ADV_ESTIMATOR = "algorithm.adv_estimator"  # verl's key: which method the checkpoint was trained with
 STATE_KEY = HADW + "state_key"
+# the HF-Trainer adapters' reward columns (verl has one score: None there): which function is the accuracy, and the
+# weights of the combined reward
+ACCURACY_INDEX = "algorithm.accuracy_reward_index"
+REWARD_WEIGHTS = "algorithm.reward_weights"
 
 
 def _always(options: dict) -> bool:
@@ -62,6 +67,12 @@ def _over_grpo(options: dict) -> bool:
 
 def _question_weights(options: dict) -> bool:
     return _over_dgpo(options) and options.get(DGPO + "dqw") is True
+
+
+def _reads_accuracy(options: dict) -> bool:
+    """y_t and p̂ are accuracies, or DGPO's question weights read one."""
+    dqw = options.get(DGPO + "dqw") is True
+    return _by_accuracy(options) or (dqw and (_over_dgpo(options) or options.get(ADV_ESTIMATOR) == "dgpo"))
 
 
 def _std_read(options: dict) -> bool:
@@ -115,7 +126,14 @@ RULES: dict[str, Rule] = {
     DGPO + "epsilon": Rule(TUNING, "a numerical guard in the MAD / std", _over_dgpo, "hadw.base=dgpo"),
     NORM_BY_STD: Rule(MEANING, "GRPO vs Dr.GRPO (no std) base advantage: another method", _std_read,
                       "the base divides by a std"),
+    ACCURACY_INDEX: Rule(MEANING, "which reward function is the accuracy (TRL, ms-swift; verl: null): the units of "
+                         "y_t, p̂, the saved anchor and DGPO's question weights", _reads_accuracy,
+                         "hadw.difficulty_from=accuracy, or DGPO's question weights"),
+    REWARD_WEIGHTS: Rule(MEANING, "the weights of the combined reward (TRL, ms-swift; verl: null): the advantage "
+                         "the policy is optimised with, and the accuracy when none is named"),
 }
+# keys a file of an earlier release lacks and a run without them (verl: null) has nothing to compare
+_ADAPTER_KEYS = (ACCURACY_INDEX, REWARD_WEIGHTS)
 
 
 # ------------------------------------------------------------------------------------------ the options
@@ -123,12 +141,14 @@ def declared_options() -> list[str]:
     """Every option a user can set that reaches HA-DW: ``algorithm.hadw.*``, ``algorithm.dgpo.*`` and verl's
     ``algorithm.norm_adv_by_std_in_grpo``, as flat keys."""
     options = [ALGORITHM_PREFIX + path for path, f in declarations().items() if f.metadata["kind"] != "section"]
-    return [ADV_ESTIMATOR, *options, NORM_BY_STD]
+    return [ADV_ESTIMATOR, *options, NORM_BY_STD, *_ADAPTER_KEYS]
 
 
-def flat_options(hadw: HadwConfig, dgpo: DgpoConfig, norm_by_std: bool, estimator: str | None) -> dict[str, Any]:
+def flat_options(hadw: HadwConfig, dgpo: DgpoConfig, norm_by_std: bool, estimator: str | None,
+                 accuracy_index: int | None = None, reward_weights: list[float] | None = None) -> dict[str, Any]:
     """A run's parsed options as flat keys: what an anchor file records and a resume compares (every adapter
-    records the same keys: its users' files resume under another adapter's rules alike)."""
+    records the same keys: its users' files resume under another adapter's rules alike). ``accuracy_index`` and
+    ``reward_weights``: the HF-Trainer adapters' reward columns (verl has one score: None)."""
     sections = {"hadw": hadw, "dgpo": dgpo}
     out = {}
     for path, f in declarations().items():
@@ -141,6 +161,8 @@ def flat_options(hadw: HadwConfig, dgpo: DgpoConfig, norm_by_std: bool, estimato
         out[ALGORITHM_PREFIX + path] = value
     out[NORM_BY_STD] = norm_by_std
     out[ADV_ESTIMATOR] = str(estimator) if estimator is not None else None
+    out[ACCURACY_INDEX] = None if accuracy_index is None else int(accuracy_index)
+    out[REWARD_WEIGHTS] = None if reward_weights is None else [float(w) for w in reward_weights]
     return out
 
 
@@ -150,20 +172,24 @@ def anchor_options(anchor_config: dict) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------------ the check
-def check_resume(saved: dict, recorded_all: bool, now: dict, path: str, terms: Terms, other_keys=()) -> None:
+def check_resume(saved: dict, recorded_all: bool, now: dict, path: str, terms: Terms, other_keys=(),
+                 earlier: Callable[[], str | None] | None = None) -> None:
     """Apply the rules to a resume from ``path`` whose file recorded the options ``saved``; ``now``: this run's
     (both flat keys, ``flat_options``). Messages name options and ways out in ``terms``.
 
     ``recorded_all``: the file records every option (schema 2); False for schema 1 (anchor options only).
     ``other_keys``: top-level keys of the file this version does not write (a newer version's).
+    ``earlier``: on a refusal, the newest earlier checkpoint this run can continue (None: none), named as a way out.
+    A checkpoint saved under another ``state_key`` (another experiment sharing the output folder?) is a
+    ``UserWarning`` naming both keys, whatever else changed.
     Raises ``ResumeConflictError`` for meaning changes; logs one warning for tuning changes, unknown keys and
     options the file did not record.
     """
     refused, changed = [], []
     for key, rule in RULES.items():
-        if key not in saved or saved[key] == now[key]:
+        if key not in saved or saved[key] == now.get(key):
             continue
-        change = f"{terms.flat(key)}: {saved[key]!r} -> {now[key]!r}"
+        change = f"{terms.flat(key)}: {saved[key]!r} -> {now.get(key)!r}"
         used = rule.used(saved) or rule.used(now)
         if rule.kind == MEANING and used:
             refused.append((key, change, rule))
@@ -172,12 +198,21 @@ def check_resume(saved: dict, recorded_all: bool, now: dict, path: str, terms: T
     if refused:
         lines = "; ".join(f"{change} ({rule.why})" for _, change, rule in refused)
         set_back = " ".join(terms.setting(key.removeprefix(ALGORITHM_PREFIX), saved[key]) for key, _, _ in refused)
+        back = earlier() if earlier is not None else None
+        back = f"resume from {back}, the newest earlier checkpoint saved under this run's options; or " if back else ""
         raise ResumeConflictError(
             f"cannot resume from {path}: it was saved under other options that change the meaning of the anchor "
-            f"or the method being trained: {lines}. Ways out: set them back ({set_back}); or, to change them on "
+            f"or the method being trained: {lines}. Ways out: {back}set them back ({set_back}); or, to change them on "
             f"purpose, keep the weights with a fresh anchor: move {path} away and {terms.allow_missing_state}; or "
             f"train it as a new experiment ({terms.new_experiment})."
         )
+    if STATE_KEY in saved and saved[STATE_KEY] != now.get(STATE_KEY):
+        message = (
+            f"HA-DW: {path} was saved by the run whose {terms.flat(STATE_KEY)} is {saved[STATE_KEY]!r}, not this "
+            f"run's {now.get(STATE_KEY)!r}: its anchor (and the checkpoint's weights) continue under the new key. If "
+            f"two experiments share one folder, that is the other experiment's checkpoint: {terms.resume_elsewhere}, "
+            f"or give each experiment its own folder ({terms.new_experiment}).")
+        warnings.warn(message, UserWarning, stacklevel=2)
     notes = []
     if changed:
         notes.append(
@@ -189,7 +224,8 @@ def check_resume(saved: dict, recorded_all: bool, now: dict, path: str, terms: T
         notes.append(
             f"ignoring key(s) this verl-hadw does not know ({', '.join(unknown)}): written by a newer version?"
         )
-    unrecorded = sorted(k for k in RULES if k not in saved)
+    # an earlier release recorded no reward columns: nothing to compare for a run without them (verl's one score)
+    unrecorded = sorted(k for k in RULES if k not in saved and not (k in _ADAPTER_KEYS and now.get(k) is None))
     if unrecorded:
         why = "an older verl-hadw recorded only the anchor options" if not recorded_all else "not recorded"
         named = ", ".join(terms.flat(k) for k in unrecorded)

@@ -123,7 +123,8 @@ def read_bounded(path: str, limit: int | None = None) -> bytes:
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
-        raise ValueError(f"cannot be read ({exc.strerror or exc})") from exc
+        link = f", a symbolic link to {os.readlink(path)!r}" if os.path.islink(path) else ""  # dangling, or a loop
+        raise ValueError(f"cannot be read ({exc.strerror or exc}{link})") from exc
     try:
         info = os.fstat(fd)
         mode = info.st_mode

@@ -8,18 +8,34 @@ continue from. Messages name options and ways out in the adapter's ``Terms``.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
+import warnings
+from typing import Callable
 
 from verl_hadw.core.anchor.compatibility import ADV_ESTIMATOR, STATE_KEY, anchor_options, check_resume
 from verl_hadw.core.anchor.file_format import PAYLOAD_KEYS
-from verl_hadw.core.errors import MissingAnchorStateError
+from verl_hadw.core.errors import MissingAnchorStateError, ResumeConflictError
 from verl_hadw.core.options import HadwConfig
 from verl_hadw.core.terms import Terms
 
-__all__ = ["continue_under", "check_saved_options", "missing_anchor"]
+__all__ = ["continue_under", "check_saved_options", "missing_anchor", "resumable"]
 
 logger = logging.getLogger(__name__)
+_SILENT = Terms("", str, lambda k, v: "", "", "", "", "", "")  # a candidate's check composes no message anyone reads
+
+
+@contextlib.contextmanager
+def _quiet():
+    """The resume rules' tuning warnings muted while candidates are weighed."""
+    rules = logging.getLogger("verl_hadw.core.anchor.compatibility")
+    level = rules.level
+    rules.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        rules.setLevel(level)
 
 
 def missing_anchor(cfg: HadwConfig, message: str, terms: Terms,
@@ -30,7 +46,8 @@ def missing_anchor(cfg: HadwConfig, message: str, terms: Terms,
     logger.warning(f"{message} {terms.fresh_anchor}")
 
 
-def continue_under(saved: dict, cfg: HadwConfig, options: dict, path: str, terms: Terms) -> dict:
+def continue_under(saved: dict, cfg: HadwConfig, options: dict, path: str, terms: Terms,
+                   earlier: Callable[[], str | None] | None = None) -> dict:
     """The state of the checked payload ``saved`` (from ``path``), made to continue under this run's config
     ``cfg`` and options ``options`` (``compatibility.flat_options``), in ``terms``.
 
@@ -42,9 +59,9 @@ def continue_under(saved: dict, cfg: HadwConfig, options: dict, path: str, terms
     The history (C⁺ and y_t of past steps) is data about the run, valid under any tuning; the freeze warning
     itself tells users to change ``eta``/``eta_min``/``sigma_source``, so refusing those would block the advice.
     A smaller window trims the kept history to ``window + 1`` values (only those are ever read); a larger one
-    keeps what was saved and fills up as steps commit.
+    keeps what was saved and fills up as steps commit. ``earlier``: a refusal's way back (``check_resume``).
     """
-    check_saved_options(saved, options, path, terms)
+    check_saved_options(saved, options, path, terms, earlier)
     state = dict(saved["state"])
     current = cfg.anchor
     keep = current.window + 1  # what AnchorState keeps: m values for σ_t, one more for the freeze check
@@ -56,7 +73,8 @@ def continue_under(saved: dict, cfg: HadwConfig, options: dict, path: str, terms
     return state
 
 
-def check_saved_options(saved: dict, options: dict, path: str, terms: Terms) -> None:
+def check_saved_options(saved: dict, options: dict, path: str, terms: Terms,
+                        earlier: Callable[[], str | None] | None = None) -> None:
     """Apply the resume rules (``compatibility``) to the checked payload ``saved`` of ``path`` against this run's
     ``options``: a changed meaning (the estimator included) raises ``ResumeConflictError``, tuning warns.
 
@@ -71,4 +89,18 @@ def check_saved_options(saved: dict, options: dict, path: str, terms: Terms) -> 
         recorded = {**anchor_options(state["config"]), STATE_KEY: saved["state_key"]}
     if state is not None:
         recorded.setdefault(ADV_ESTIMATOR, "hadw")
-    check_resume(recorded, recorded_all, options, path, terms, sorted(saved.keys() - set(PAYLOAD_KEYS)))
+    check_resume(recorded, recorded_all, options, path, terms, sorted(saved.keys() - set(PAYLOAD_KEYS)), earlier)
+
+
+def resumable(saved: dict, options: dict, anchor: bool) -> bool:
+    """Whether a run with ``options`` (``anchor``: one that keeps an HA-DW anchor) continues the checked payload
+    ``saved`` without a refusal: what the search for an earlier checkpoint after a refusal asks of each candidate."""
+    if (saved["state"] is not None) != anchor:
+        return False
+    try:
+        with warnings.catch_warnings(), _quiet():
+            warnings.simplefilter("ignore")
+            check_saved_options(saved, options, "", _SILENT)
+    except ResumeConflictError:
+        return False
+    return True
