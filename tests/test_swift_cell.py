@@ -32,6 +32,7 @@ def test_the_cells_are_the_ends_of_the_range():
     assert SWIFT_RANGE == f">={SWIFT_OLDEST},<4.7" and SWIFT_NEWEST.startswith("4.6.")
 
 
+@pytest.mark.e2e("swift_cell_oldest", "swift_cell_newest")
 @pytest.mark.parametrize("launch", ["swift_cell_oldest", "swift_cell_newest"])
 def test_the_swift_extra_changes_nothing_a_swift_user_has_and_the_adapters_tests_pass(e2e, capsys, launch):
     run = e2e.result(launch)
