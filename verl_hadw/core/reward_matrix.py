@@ -79,9 +79,22 @@ def scores_of(rewards_per_func: torch.Tensor, columns: RewardColumns,
               terms: Terms) -> tuple[torch.Tensor, torch.Tensor | None]:
     """(B,) the weighted sum of the rewards (GRPO's ``sum_then_normalize`` input), and the accuracy reward's column
     (None: the scores are the accuracy). A completion without a reward (None, NaN) or with an infinite one is an
-    error naming the function."""
+    error naming the function. One host read when nothing is wrong: every check's flag travels together."""
     names, index = columns.names, columns.accuracy_index
     check_reward_weights(columns.weights, names, terms)  # a weight, not the function, is to blame then
+    scores = (rewards_per_func * columns.weights.to(rewards_per_func.device)).nansum(dim=1)
+    missing = torch.isnan(rewards_per_func)
+    flags = [torch.isinf(rewards_per_func).any(), missing.all(dim=1).any(), ~torch.isfinite(scores).all()]
+    if index is not None:
+        flags.append(missing[:, index].any())
+    if any(torch.stack(flags).tolist()):
+        _refuse(rewards_per_func, scores, columns, terms)
+    return scores, (rewards_per_func[:, index] if index is not None else None)
+
+
+def _refuse(rewards_per_func: torch.Tensor, scores: torch.Tensor, columns: RewardColumns, terms: Terms) -> None:
+    """The error of a reward matrix whose checks failed (``scores_of``), in the order they are made."""
+    names, index = columns.names, columns.accuracy_index
     infinite = torch.isinf(rewards_per_func)
     if bool(infinite.any()):
         funcs = infinite.any(dim=0).nonzero().squeeze(-1).tolist()
@@ -106,15 +119,12 @@ def scores_of(rewards_per_func: torch.Tensor, columns: RewardColumns,
             "a score for every completion (its group's statistics and the batch accuracy include it). Make "
             "the reward function return a number (e.g. 0.0 for an unparseable answer)."
         )
-    scores = (rewards_per_func * columns.weights.to(rewards_per_func.device)).nansum(dim=1)
-    if not bool(torch.isfinite(scores).all()):
-        rows = (~torch.isfinite(scores)).nonzero().squeeze(-1)[:5].tolist()
-        raise ValueError(
-            f"the weighted sum of the rewards ({terms.key('reward_weights')}={columns.weights.tolist()}) overflows "
-            f"for completions {rows} of this generation batch, though every reward function returned a finite "
-            "value: use smaller weights or rewards."
-        )
-    return scores, (rewards_per_func[:, index] if index is not None else None)
+    rows = (~torch.isfinite(scores)).nonzero().squeeze(-1)[:5].tolist()
+    raise ValueError(
+        f"the weighted sum of the rewards ({terms.key('reward_weights')}={columns.weights.tolist()}) overflows "
+        f"for completions {rows} of this generation batch, though every reward function returned a finite "
+        "value: use smaller weights or rewards."
+    )
 
 
 def generation_advantages(
@@ -149,7 +159,7 @@ def generation_advantages(
             call = hadw_call(b, hadw_cfg, dgpo_cfg, norm_by_std, view, terms.key, acc_scores, lengths,
                              preview=checked, accuracy_hint=hint)
             adv, step = call.advantages, call.view.step
-            metrics.record_hadw(call.view, call.phi, hadw_cfg.lambda_scale)
+            metrics.record_hadw(call.view, call.phi, hadw_cfg.lambda_scale, summary=call.phi_summary)
             if call.dgpo_counts is not None:
                 metrics.record_dgpo(step, call.dgpo_counts)
     values = {k: v for k, v in metrics.pop(step).items() if k not in VERL_ONLY_METRICS}
