@@ -18,7 +18,7 @@ from verl.utils.skip.skip_manager import SkipManager
 
 from verl_hadw import verl_support
 from verl_hadw.core.anchor.file_format import STATE_FILE
-from verl_hadw.core.errors import MissingAnchorStateError
+from verl_hadw.core.errors import MissingAnchorStateError, ResumeConflictError
 from verl_hadw.verl_adapter import metrics, process_state
 from verl_hadw.verl_adapter.legacy_snapshots import SNAPSHOT_DIR, from_config
 
@@ -146,6 +146,26 @@ def test_snapshot_overwritten_by_a_run_that_never_saved_is_rejected(tmp_path):
     verl_save(tmp_path, 2)  # had B saved step 2, its snapshot would belong to that checkpoint
     process_state.reset()
     train(legacy_config(tmp_path), 3, 3)
+
+
+def test_a_refused_estimator_switch_names_the_way_back(tmp_path):
+    """HA-DW saved at step 2, then a DGPO run's checkpoint at step 4: resuming HA-DW from step 4 is refused, naming
+    global_step_2 (the newest earlier checkpoint it continues) with verl's overrides; nothing is written."""
+    train(legacy_config(tmp_path), 1, 2)
+    process_state.reset()
+    snapshot = json.loads((tmp_path / SNAPSHOT_DIR / "step_2.json").read_text())
+    snapshot.pop("replaces_data_pt_mtime_ns", None)
+    snapshot.update(global_step=4, state=None)  # what a DGPO run's estimator writes at step 4
+    snapshot["options"]["algorithm.adv_estimator"] = "dgpo"
+    verl_save(str(tmp_path), 4)
+    (tmp_path / SNAPSHOT_DIR / "step_4.json").write_text(json.dumps(snapshot))
+    before = {p.name: p.read_bytes() for p in (tmp_path / SNAPSHOT_DIR).iterdir()}
+    back = tmp_path / "global_step_2"
+    with pytest.raises(ResumeConflictError, match=rf"resume from {back} \(trainer.resume_mode=resume_path "
+                                                  rf"trainer.resume_from_path={back}\)"):
+        train(legacy_config(tmp_path), 5, 5)
+    assert {p.name: p.read_bytes() for p in (tmp_path / SNAPSHOT_DIR).iterdir()} == before
+    process_state.reset()
 
 
 def test_checkpoint_of_the_v1_callback_or_a_copied_snapshot_is_used(tmp_path):

@@ -28,7 +28,7 @@ from omegaconf import OmegaConf
 from verl_hadw import verl_support
 from verl_hadw.core.anchor.checkpoint_dirs import step_of
 from verl_hadw.core.anchor.file_format import STATE_FILE, payload, read_state_file, write_state_file
-from verl_hadw.core.anchor.resume import check_saved_options, continue_under
+from verl_hadw.core.anchor.resume import check_saved_options, continue_under, resumable
 from verl_hadw.core.errors import AnchorFileError, MissingAnchorStateError
 from verl_hadw.core.options import HadwConfig
 from verl_hadw.verl_adapter.anchor_persistence import Persistence
@@ -98,7 +98,8 @@ class LegacySnapshots(Persistence):
         folder, candidates = self._resumed_from(cfg.state_key, step)
         for path in candidates:
             if os.path.lexists(path):  # a dangling or looping link is read, and named: not a missing snapshot
-                return continue_under(self._read(path, step - 1, folder), cfg, self.options, path, VERL)
+                return continue_under(self._read(path, step - 1, folder), cfg, self.options, path, VERL,
+                                      earlier=lambda: self._way_back(folder, True))
         key, previous = cfg.state_key, step - 1
         message = (
             f"HA-DW anchor '{key}': {self.trainer} resumed at step {step} "
@@ -140,8 +141,28 @@ class LegacySnapshots(Persistence):
         folder, candidates = self._resumed_from(key, step)
         for path in candidates:
             if os.path.lexists(path):
-                check_saved_options(self._read(path, step - 1, folder), self.options, path, VERL)
+                check_saved_options(self._read(path, step - 1, folder), self.options, path, VERL,
+                                    earlier=lambda: self._way_back(folder, False))
                 return
+
+    def _way_back(self, folder: str, anchor: bool) -> str | None:
+        """After a refused resume: the newest earlier ``global_step_K`` beside ``folder`` (one verl can resume: it has
+        ``actor/``) whose snapshot this run continues without a refusal, with verl's overrides (``anchor``: this run
+        keeps an HA-DW anchor)."""
+        parent = os.path.dirname(os.path.normpath(folder))
+        steps = (int(m[1]) for n in os.listdir(parent) if (m := re.fullmatch(r"global_step_(\d+)", n)))
+        for k in sorted((k for k in steps if k < step_of(folder)), reverse=True):
+            candidate = os.path.join(parent, f"global_step_{k}")
+            if not os.path.isdir(os.path.join(candidate, "actor")):
+                continue
+            for path in (self.snapshot_path(k, parent), os.path.join(candidate, STATE_FILE)):
+                try:
+                    saved = read_state_file(path, k)
+                except (ValueError, OSError):
+                    continue
+                if resumable(saved, self.options, anchor):
+                    return f"{candidate} (trainer.resume_mode=resume_path trainer.resume_from_path={candidate})"
+        return None
 
     @staticmethod
     def _read(path: str, previous: int, folder: str) -> dict:
