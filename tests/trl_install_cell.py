@@ -10,7 +10,8 @@ most of its time), and ``tests/test_trl_cell.py`` reads its exit code and output
 A fresh virtualenv gets the lowest release of ``TRL_RANGE`` first (with CPU torch, as a TRL user's machine would
 have it), then this checkout's ``[trl]`` extra. ``pip freeze`` before and after: additions only, no installed version
 changed, and none of verl, Ray, vLLM or wandb. Then pytest and PEFT (pinned to what is installed), and every
-``tests/test_trl_*.py`` runs there against the installed package: among them ``examples/trl_hadw.py`` as the docs
+``tests/test_trl_*.py`` runs there against the installed package, with the core's own tests
+(``tests/test_core_*.py``): among them ``examples/trl_hadw.py`` as the docs
 show it, a run saved and resumed equal to the run that never stopped, bit for bit, and each TRL feature
 (``test_trl_features.py``). Wheels come from pip's cache (the test install fills it), so the cost is the installs
 and the tests themselves: the script prints its timings.
@@ -93,7 +94,9 @@ def main(tmp_path: Path) -> int:
     pins = tmp_path / "installed.txt"
     pins.write_text("".join(f"{k}=={v}\n" for k, v in after.items() if re.fullmatch(r"[0-9][0-9a-z.+]*", v)))
     sh(python, "-m", "pip", "install", "-q", "--no-compile", "-c", pins, "pytest", "peft")
-    files = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_trl_*.py") if p.name != THIS_READER)
+    # and the core's own tests (the equations, the anchor, the file format): they need no verl
+    files = sorted(str(p.relative_to(ROOT)) for pattern in ("test_trl_*.py", "test_core_*.py")
+                   for p in (ROOT / "tests").glob(pattern) if p.name != THIS_READER)
     out = sh(tmp_path / "venv" / "bin" / "pytest", "-q", "-rA", "-p", "no:cacheprovider", "--basetemp",
              tmp_path / "pytest", *files, cwd=ROOT)
     timings[f"pytest ({len(files)} files)"] = time.monotonic() - start
