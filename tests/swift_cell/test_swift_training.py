@@ -66,7 +66,7 @@ def test_the_command_line_trains_hadw_and_every_rank_holds_the_same_anchor(asset
     argv = toy_arguments(assets, tmp_path, steps=2, save_steps=2, per_device_train_batch_size=8 // ranks) + [
         "--adv_estimator", "hadw"]
     proc = command_line(argv, tmp_path / "records", ranks=ranks)
-    print("[swift cell] command: verl-hadw-swift rlhf " + " ".join(argv))
+    print("\n[swift cell] command: verl-hadw-swift rlhf " + " ".join(argv))
     print("\n".join(f"[swift cell] log: {line}" for line in proc.stdout.splitlines() if "hadw/anchor_prior" in line))
     assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-5000:])
     steps = logged_steps(tmp_path)
