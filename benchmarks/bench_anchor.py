@@ -63,10 +63,10 @@ def main() -> None:
     import ray
     import verl  # noqa: F401  (entry point registers hadw)
 
-    from verl_hadw.verl_adapter import anchor_client as anchor_client
-    from verl_hadw.verl_adapter.anchor_stores import LocalStore, RayStore
+    from verl_hadw.verl_adapter.anchor_home import anchor_client as anchor_client
+    from verl_hadw.verl_adapter.anchor_home.anchor_stores import LocalStore, RayStore
+    from verl_hadw.verl_adapter.config.run_options import parse_run
     from verl_hadw.verl_adapter.estimators import compute_hadw_outcome_advantage
-    from verl_hadw.verl_adapter.run_options import parse_hadw
 
     def algorithm(key: str) -> dict:
         return {"adv_estimator": "hadw", "norm_adv_by_std_in_grpo": True, "hadw": {"state_key": key}, "dgpo": {}}
@@ -76,12 +76,12 @@ def main() -> None:
     correct, count = float(rewards.sum()), args.rows
 
     # The in-process client is created before Ray starts, so it keeps LocalStore with Ray up.
-    local_client = anchor_client.get_client(parse_hadw(local_cfg))
+    local_client = anchor_client.get_client(parse_run(local_cfg).hadw)
     assert isinstance(local_client.store, LocalStore)
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
-        rtt_client = anchor_client.get_client(parse_hadw(rtt_cfg))
-        ray_client = anchor_client.get_client(parse_hadw(ray_cfg))
+        rtt_client = anchor_client.get_client(parse_run(rtt_cfg).hadw)
+        ray_client = anchor_client.get_client(parse_run(ray_cfg).hadw)
         assert isinstance(rtt_client.store, RayStore) and isinstance(ray_client.store, RayStore)
 
         def estimator(cfg):

@@ -32,7 +32,7 @@ from e2e_stage import RAY_STARTED, Context, Launch
 from verl_hadw.core.anchor.file_format import STATE_FILE
 from verl_hadw.toy.launch import parse_steps, run, stream
 from verl_hadw.toy.modes import requested_mode
-from verl_hadw.verl_adapter.legacy_snapshots import SNAPSHOT_DIR
+from verl_hadw.verl_adapter.anchor_home.legacy_snapshots import SNAPSHOT_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
 PROMPTS = 8  # prompts per step in these runs

@@ -9,8 +9,8 @@ import pytest
 
 from verl_hadw.core.anchor import AnchorState, AnchorStepError
 from verl_hadw.core.options import AnchorConfig
-from verl_hadw.verl_adapter import anchor_client as anchor_client
-from verl_hadw.verl_adapter.run_options import parse_hadw
+from verl_hadw.verl_adapter.anchor_home import anchor_client as anchor_client
+from verl_hadw.verl_adapter.config.run_options import parse_run
 
 
 def reference(cfg: AnchorConfig, ys: list[float]) -> list[tuple[float, float]]:
@@ -156,34 +156,34 @@ def test_literal_eq10_freezes_with_small_eta_and_the_default_tracks():
 
 
 def test_frozen_anchor_warns_once_and_the_flag_is_part_of_the_state():
-    cfg = parse_hadw({"hadw": {"state_key": "frozen", "anchor": {"eta": 0.1, "eta_min": 0.0}}})
+    cfg = parse_run({"hadw": {"state_key": "frozen", "anchor": {"eta": 0.1, "eta_min": 0.0}}}).hadw
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for y in ramp():
-            anchor_client.observe(cfg, correct=y * 1000, count=1000)
+            anchor_client.get_client(cfg).observe(y * 1000, 1000)
     frozen = [w for w in caught if "is frozen" in str(w.message)]
     assert len(frozen) == 1 and "sigma_source=accuracy" in str(frozen[0].message)
     assert anchor_client.state_dict(cfg)["warned_frozen"] is True
 
-    healthy = parse_hadw({"hadw": {"state_key": "healthy"}})
+    healthy = parse_run({"hadw": {"state_key": "healthy"}}).hadw
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for y in ramp():
-            anchor_client.observe(healthy, correct=y * 1000, count=1000)
+            anchor_client.get_client(healthy).observe(y * 1000, 1000)
     assert not [w for w in caught if "is frozen" in str(w.message)]
 
 
 def test_state_key_may_not_change_its_anchor_config():
-    anchor_client.observe(parse_hadw({"hadw": {"state_key": "k"}}), 1, 2)
+    anchor_client.get_client(parse_run({"hadw": {"state_key": "k"}}).hadw).observe(1, 2)
     with pytest.raises(ValueError, match="already in use with a different anchor config"):
-        anchor_client.observe(parse_hadw({"hadw": {"state_key": "k", "anchor": {"window": 3}}}), 1, 2)
+        anchor_client.get_client(parse_run({"hadw": {"state_key": "k", "anchor": {"window": 3}}}).hadw).observe(1, 2)
 
 
 def test_trainer_step_groups_calls_and_fallback_counts_each_call_as_a_step():
-    cfg = parse_hadw({"hadw": {"state_key": "steps"}})
-    assert anchor_client.observe(cfg, 1, 4).step == 1  # no trainer: each call is a step
-    assert anchor_client.observe(cfg, 1, 4).step == 2
-    first = anchor_client.observe(cfg, 3, 4, trainer_step=5)
-    second = anchor_client.observe(cfg, 1, 4, trainer_step=5)
+    cfg = parse_run({"hadw": {"state_key": "steps"}}).hadw
+    assert anchor_client.get_client(cfg).observe(1, 4).step == 1  # no trainer: each call is a step
+    assert anchor_client.get_client(cfg).observe(1, 4).step == 2
+    first = anchor_client.get_client(cfg, trainer_step=5).observe(3, 4, 5)
+    second = anchor_client.get_client(cfg, trainer_step=5).observe(1, 4, 5)
     assert first.step == second.step == 5 and first.prior == second.prior
     assert second.batch_acc == 0.5

@@ -16,10 +16,10 @@ from verl.utils.skip.skip_manager import SkipManager
 from verl_hadw.callback import HadwCheckpointCallback
 from verl_hadw.core.anchor.file_format import STATE_FILE
 from verl_hadw.core.errors import ConfigError, MissingAnchorStateError
-from verl_hadw.verl_adapter import anchor_client as anchor_client
 from verl_hadw.verl_adapter import metrics, process_state
-from verl_hadw.verl_adapter.anchor_stores import LocalStore, RayStore, actor_name
-from verl_hadw.verl_adapter.run_options import parse_hadw
+from verl_hadw.verl_adapter.anchor_home import anchor_client as anchor_client
+from verl_hadw.verl_adapter.anchor_home.anchor_stores import LocalStore, RayStore, actor_name
+from verl_hadw.verl_adapter.config.run_options import parse_run
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray_driver]  # Ray: tens of seconds, in a child pytest (own_process.py)
 
@@ -44,7 +44,7 @@ def observations(n=20, seed=0):
 
 def drive(key, steps, kill_at=None, **anchor):
     """Run ``steps`` (lists of (correct, count) calls) through a client; returns one row per call."""
-    cfg = parse_hadw({"hadw": {"state_key": key, "anchor": anchor}})
+    cfg = parse_run({"hadw": {"state_key": key, "anchor": anchor}}).hadw
     client = anchor_client.get_client(cfg)
     rows = []
     for t, calls in enumerate(steps, start=1):
@@ -94,7 +94,7 @@ def test_killed_actor_is_rebuilt_from_the_mirror_and_the_trajectory_is_unchanged
 def test_actor_killed_by_a_signal_is_rebuilt_from_the_mirror(ray_cluster):
     """A crash (OOM killer, segfault) keeps the actor's name bound to the dead actor until it is killed: the
     rebuild must free it, or ``get_if_exists`` hands the dead actor back."""
-    client = anchor_client.get_client(parse_hadw({"hadw": {"state_key": "sigkill"}}))
+    client = anchor_client.get_client(parse_run({"hadw": {"state_key": "sigkill"}}).hadw)
     client.observe(8, 16)
     actor = ray.get_actor(actor_name("sigkill"))
     os.kill(ray.get(actor.__ray_call__.remote(lambda self: os.getpid())), signal.SIGKILL)
@@ -116,15 +116,15 @@ def test_two_state_keys_stay_independent(ray_cluster):
     a_alone, _ = drive("solo-a", observations(seed=2))
     process_state.reset()
     steps_a, steps_b = observations(seed=2), observations(seed=3)
-    cfg_a = parse_hadw({"hadw": {"state_key": "exp/a"}})
-    cfg_b = parse_hadw({"hadw": {"state_key": "exp/b"}})
+    cfg_a = parse_run({"hadw": {"state_key": "exp/a"}}).hadw
+    cfg_b = parse_run({"hadw": {"state_key": "exp/b"}}).hadw
     rows_a = []
     for t, (calls_a, calls_b) in enumerate(zip(steps_a, steps_b), start=1):
         for k, n in calls_a:
-            v = anchor_client.observe(cfg_a, k, n, trainer_step=t)
+            v = anchor_client.get_client(cfg_a, trainer_step=t).observe(k, n, t)
             rows_a.append((v.step, v.prior, v.posterior, v.batch_acc, v.eta_t, v.sigma_t))
         for k, n in calls_b:
-            anchor_client.observe(cfg_b, k, n, trainer_step=t)
+            anchor_client.get_client(cfg_b, trainer_step=t).observe(k, n, t)
     assert rows_a == a_alone
     assert ray.get_actor(actor_name("exp/a")) != ray.get_actor(actor_name("exp/b"))
 

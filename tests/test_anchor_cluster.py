@@ -30,10 +30,10 @@ from helpers import algo, make_inputs, start_ray_node  # noqa: E402
 from verl_hadw.core.anchor import AnchorState  # noqa: E402
 from verl_hadw.core.anchor.file_format import STATE_FILE  # noqa: E402
 from verl_hadw.core.options import AnchorConfig  # noqa: E402
-from verl_hadw.verl_adapter import anchor_client as anchor_client  # noqa: E402
-from verl_hadw.verl_adapter import metrics  # noqa: E402
-from verl_hadw.verl_adapter.anchor_stores import AnchorService, actor_name, wait_until_released  # noqa: E402
-from verl_hadw.verl_adapter.run_options import parse_hadw  # noqa: E402
+from verl_hadw.verl_adapter import metrics, process_state  # noqa: E402
+from verl_hadw.verl_adapter.anchor_home import anchor_client as anchor_client  # noqa: E402
+from verl_hadw.verl_adapter.anchor_home.anchor_stores import AnchorService, actor_name, wait_until_released  # noqa: E402
+from verl_hadw.verl_adapter.config.run_options import parse_run  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray_driver]  # a Ray driver: a child pytest (tests/own_process.py)
 
@@ -100,7 +100,7 @@ def test_anchor_on_a_lost_node_is_rebuilt_from_the_drivers_mirror(cluster, worke
     node = worker_node("anchor_node")
     key, straight_key = "cluster/node-loss", "cluster/node-loss-straight"
     cfg, straight_cfg = algo(state_key=key, anchor=ANCHOR), algo(state_key=straight_key, anchor=ANCHOR)
-    hadw = parse_hadw(cfg)
+    hadw = parse_run(cfg).hadw
     # anchor.stores has no placement option (num_cpus=0, Ray picks the node). To put the anchor on another node
     # than the driver's, create the named actor there first: RayStore's get_if_exists adopts it.
     placed = (
@@ -118,14 +118,14 @@ def test_anchor_on_a_lost_node_is_rebuilt_from_the_drivers_mirror(cluster, worke
                 cluster.remove_node(node)  # mid-step: the mirror holds step 5 with call 0 counted
             rewards, mask, index = call_inputs(t, call)
             compute_hadw_outcome_advantage(rewards, mask, index=index, config=cfg)
-            logged = metrics.peek(t)
+            logged = process_state.PROCESS.pending_metrics.peek(t)
             rows.append(tuple(logged[name] for name in ANCHOR_VALUES))
             recoveries.append(logged["hadw/actor_recoveries"])
             compute_hadw_outcome_advantage(rewards, mask, index=index, config=straight_cfg)
-            straight.append(tuple(metrics.peek(t)[name] for name in ANCHOR_VALUES))
+            straight.append(tuple(process_state.PROCESS.pending_metrics.peek(t)[name] for name in ANCHOR_VALUES))
 
     assert rows == straight  # every call's prior, posterior, y_t, eta_t, sigma_t, exactly
-    assert anchor_client.state_dict(hadw) == anchor_client.state_dict(parse_hadw(straight_cfg))
+    assert anchor_client.state_dict(hadw) == anchor_client.state_dict(parse_run(straight_cfg).hadw)
     assert anchor_client.get_client(hadw).recoveries == 1
     assert recoveries == [0.0] * 13 + [1.0] * 11  # hadw/actor_recoveries from the call at (5, 1) on
     assert node_of(ray.get_actor(actor_name(key))) != node.node_id
@@ -149,7 +149,7 @@ def meet(barrier: str, name: str, index: int) -> None:
 def driver_main(address: str, index: int, barrier: str) -> None:
     """One training job: 12 steps of its own inputs; halfway it waits until the other job is halfway too."""
     ray.init(address=address, namespace=NAMESPACE, log_to_driver=False)
-    cfg = parse_hadw({"hadw": {"state_key": SHARED_KEY, "anchor": ANCHOR}})
+    cfg = parse_run({"hadw": {"state_key": SHARED_KEY, "anchor": ANCHOR}}).hadw
     rows, seen = [], None
     for t, (k, n) in enumerate(driver_inputs(index), start=1):
         if t == 7:
@@ -157,7 +157,7 @@ def driver_main(address: str, index: int, barrier: str) -> None:
             seen = sorted(a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
                           if a["name"].endswith(f":{SHARED_KEY}") and a["namespace"] == NAMESPACE)
             meet(barrier, "listed", index)  # neither job ends before both have looked
-        view = anchor_client.observe(cfg, k, n)  # outside a trainer each call is a step of its own
+        view = anchor_client.get_client(cfg).observe(k, n)  # outside a trainer each call is a step of its own
         rows.append([view.step, view.prior, view.posterior, view.batch_acc, view.eta_t, view.sigma_t])
     result = {"name": actor_name(SHARED_KEY), "job": ray.get_runtime_context().get_job_id(), "seen": seen,
               "rows": rows}
@@ -224,7 +224,7 @@ class TaskRunner:
 
     def anchor(self) -> tuple[str, str, dict]:
         """The anchor actor's name, its node and its state."""
-        hadw = parse_hadw(self.cfg.algorithm)
+        hadw = parse_run(self.cfg.algorithm).hadw
         name = actor_name(hadw.state_key)
         return name, node_of(ray.get_actor(name)), anchor_client.state_dict(hadw)
 

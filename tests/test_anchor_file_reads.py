@@ -19,7 +19,7 @@ from verl_hadw.core.anchor.checkpoint_dirs import earlier_valid_checkpoint
 from verl_hadw.core.anchor.file_format import STATE_FILE, read_bounded
 from verl_hadw.core.errors import AnchorFileError
 from verl_hadw.verl_adapter import process_state
-from verl_hadw.verl_adapter.legacy_snapshots import SNAPSHOT_DIR
+from verl_hadw.verl_adapter.anchor_home.legacy_snapshots import SNAPSHOT_DIR
 
 
 def _fifo(path):

@@ -10,10 +10,10 @@ from resume_cases import canonical, config, run
 from verl.utils.skip.skip_manager import SkipManager
 
 from verl_hadw.core.errors import AnchorActorError
-from verl_hadw.verl_adapter import anchor_client as anchor_client
 from verl_hadw.verl_adapter import process_state
-from verl_hadw.verl_adapter.anchor_stores import LocalStore, RayStore, actor_name, wait_until_released
-from verl_hadw.verl_adapter.run_options import parse_hadw
+from verl_hadw.verl_adapter.anchor_home import anchor_client as anchor_client
+from verl_hadw.verl_adapter.anchor_home.anchor_stores import LocalStore, RayStore, actor_name, wait_until_released
+from verl_hadw.verl_adapter.config.run_options import parse_run
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray_driver]  # real Ray: tens of seconds, in a child pytest (own_process.py)
 
@@ -48,7 +48,7 @@ def fit(c):
 
 def test_a_foreign_actor_under_the_anchors_name_is_an_error_naming_it():
     start_ray()
-    cfg = parse_hadw({"hadw": {"state_key": "taken"}})
+    cfg = parse_run({"hadw": {"state_key": "taken"}}).hadw
 
     @ray.remote(num_cpus=0)
     class SomeoneElses:
@@ -57,14 +57,14 @@ def test_a_foreign_actor_under_the_anchors_name_is_an_error_naming_it():
 
     squatter = SomeoneElses.options(name=actor_name("taken")).remote()
     with pytest.raises(AnchorActorError) as info:
-        anchor_client.observe(cfg, 3, 8, trainer_step=1)
+        anchor_client.get_client(cfg, trainer_step=1).observe(3, 8, 1)
     message = str(info.value)
     assert f"the Ray actor '{actor_name('taken')}'" in message and "is not a verl-hadw anchor" in message
     assert "another algorithm.hadw.state_key" in message and "ray.kill" in message
     assert ray.get(squatter.ping.remote()) == "pong"  # left alone: it is not ours to end
     ray.kill(squatter)  # the way out named in the message
     process_state.reset()
-    assert anchor_client.observe(cfg, 3, 8, trainer_step=1).posterior == 3 / 8
+    assert anchor_client.get_client(cfg, trainer_step=1).observe(3, 8, 1).posterior == 3 / 8
 
 
 def drive(cfg, first, last, between=None):
@@ -72,14 +72,14 @@ def drive(cfg, first, last, between=None):
     for t in range(first, last + 1):
         if between is not None and t == between[0]:
             between[1]()
-        v = anchor_client.observe(cfg, 1 + (5 * t) % 8, 8, trainer_step=t)
+        v = anchor_client.get_client(cfg, trainer_step=t).observe(1 + (5 * t) % 8, 8, t)
         rows.append((v.step, v.prior, v.posterior, v.batch_acc, v.eta_t, v.sigma_t))
     return rows
 
 
 def test_ray_restarted_or_shut_down_between_calls_recovers_from_the_mirror():
     start_ray()
-    cfg = parse_hadw({"hadw": {"state_key": "restart", "anchor": {"eta": 3.0, "window": 3}}})
+    cfg = parse_run({"hadw": {"state_key": "restart", "anchor": {"eta": 3.0, "window": 3}}}).hadw
     straight = drive(cfg, 1, 8)
     process_state.reset()
 
@@ -114,8 +114,8 @@ def test_two_fresh_runs_in_one_process_give_identical_results_with_and_without_r
             for steps in (3, 1):
                 c = case(backend, tmp_path / where / str(steps), steps)
                 first, second = fit(c), fit(c)
-                client = anchor_client.get_client(parse_hadw({"hadw": {"state_key": f"case/{backend}",
-                                                                       "anchor": {"eta": 3.0, "window": 3}}}))
+                client = anchor_client.get_client(parse_run({"hadw": {"state_key": f"case/{backend}",
+                                                                       "anchor": {"eta": 3.0, "window": 3}}}).hadw)
                 assert isinstance(client.store, RayStore if where == "ray" else LocalStore)
                 assert second == first, f"{where} {backend} {steps}: the second run inherited the first's anchor"
                 results[where, backend, steps] = first
@@ -129,7 +129,7 @@ def test_a_store_built_while_the_earlier_actor_of_its_name_dies_gets_a_live_one(
     handle is gone, and until then ``get_if_exists`` may hand the dying actor back (CI met this once, in
     test_ray_restarted_or_shut_down_between_calls_recovers_from_the_mirror: ActorDiedError)."""
     start_ray()
-    config = parse_hadw({"hadw": {"state_key": "dying"}}).anchor
+    config = parse_run({"hadw": {"state_key": "dying"}}).hadw.anchor
     for round in range(5):  # the race is rare (1 round in ~40 under load); CI pays ~2 s a round
         old = RayStore("dying", config)
         old.observe(1, 0, 3.0, 8)

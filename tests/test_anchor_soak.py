@@ -20,9 +20,9 @@ from helpers import start_ray_node
 
 from verl_hadw.core.anchor import AnchorState
 from verl_hadw.core.options import AnchorConfig
-from verl_hadw.verl_adapter import anchor_client as anchor_client
-from verl_hadw.verl_adapter.anchor_stores import actor_name
-from verl_hadw.verl_adapter.run_options import parse_hadw
+from verl_hadw.verl_adapter.anchor_home import anchor_client as anchor_client
+from verl_hadw.verl_adapter.anchor_home.anchor_stores import actor_name
+from verl_hadw.verl_adapter.config.run_options import parse_run
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray_driver]  # a Ray driver: a child pytest (tests/own_process.py)
 
@@ -167,14 +167,14 @@ def local_ray():
 
 def test_actor_soak_matches_the_reference_and_memory_stays_flat(local_ray):
     key = "soak/actor"
-    cfg = parse_hadw({"hadw": {"state_key": key, "anchor": ANCHORS["default"]}})
+    cfg = parse_run({"hadw": {"state_key": key, "anchor": ANCHORS["default"]}}).hadw
     ref = ReferenceKalman(**ANCHORS["default"])
     actor, actor_pid, bound, rss = None, None, None, {}
     start = time.perf_counter()
     round_trips = 0
     for t, calls in soak_inputs(seed=2):
         for call, (k, n) in enumerate(calls):  # as the trainer does: calls of one step share its prior
-            view = anchor_client.observe(cfg, k, n, trainer_step=t)
+            view = anchor_client.get_client(cfg, trainer_step=t).observe(k, n, t)
             round_trips += 1
             assert (view.step, view.prior, view.posterior, view.batch_acc, view.eta_t, view.sigma_t) == (
                 t, *ref.observe(t, call, k, n)

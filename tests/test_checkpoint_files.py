@@ -15,9 +15,9 @@ from verl_hadw.callback import HadwCheckpointCallback
 from verl_hadw.core.anchor import AnchorState, file_format
 from verl_hadw.core.anchor.file_format import STATE_FILE
 from verl_hadw.core.errors import AnchorFileError, AnchorSaveError, MissingAnchorStateError
-from verl_hadw.verl_adapter import anchor_client as anchor_client
 from verl_hadw.verl_adapter import process_state
-from verl_hadw.verl_adapter.run_options import parse_hadw
+from verl_hadw.verl_adapter.anchor_home import anchor_client as anchor_client
+from verl_hadw.verl_adapter.config.run_options import parse_run
 
 
 def saved_run(tmp_path, last=3):
@@ -109,7 +109,7 @@ def test_the_error_names_the_newest_earlier_checkpoint_that_can_be_resumed(tmp_p
         {"trainer": {"resume_mode": "resume_path", "resume_from_path": str(good)}},
     )
     assert HadwCheckpointCallback(cfg).restored_step == 2
-    assert anchor_client.state_dict(parse_hadw(cfg.algorithm))["open_step"] == 2
+    assert anchor_client.state_dict(parse_run(cfg.algorithm).hadw)["open_step"] == 2
 
 
 def test_a_checkpoint_without_weights_is_not_offered(tmp_path):
@@ -138,10 +138,10 @@ def test_allow_missing_state_continues_past_a_damaged_file_with_a_fresh_anchor(t
 
 def continue_run(cfg, first, last):
     """Anchor views of steps first..last through the restored client, and the same from a reference state."""
-    hadw = parse_hadw(cfg.algorithm)
+    hadw = parse_run(cfg.algorithm).hadw
     rows = []
     for t in range(first, last + 1):
-        v = anchor_client.observe(hadw, 5 + t % 7, 16, trainer_step=t)
+        v = anchor_client.get_client(hadw, trainer_step=t).observe(5 + t % 7, 16, t)
         rows.append((v.step, v.prior, v.posterior, v.eta_t, v.sigma_t))
     return rows
 

@@ -19,11 +19,12 @@ from omegaconf import OmegaConf
 
 from verl_hadw.core.errors import ConfigError, UnusedOptionsWarning
 from verl_hadw.core.options import HadwConfig
-from verl_hadw.verl_adapter import legacy_snapshots
-from verl_hadw.verl_adapter.config_check import check_sections, unused_options
+from verl_hadw.verl_adapter.anchor_home import legacy_snapshots
+from verl_hadw.verl_adapter.anchor_home.resume_dir import resolve_resume_dir
+from verl_hadw.verl_adapter.config.call_config import read_call
+from verl_hadw.verl_adapter.config.checks import check_sections, unused_options
 from verl_hadw.verl_adapter.estimators import compute_dgpo_outcome_advantage as dgpo
 from verl_hadw.verl_adapter.estimators import compute_hadw_outcome_advantage as hadw
-from verl_hadw.verl_adapter.resume_dir import resolve_resume_dir
 from verl_hadw.verl_adapter.validation import validate_config
 
 _keys = itertools.count()
@@ -254,7 +255,7 @@ def test_the_legacy_trainer_reads_the_same_checked_path(checkpoints):
         "resume_from_path": str(checkpoints / "global_step_4" / "actor"),
     }
     node = OmegaConf.create({"algorithm": {"adv_estimator": "hadw"}, "trainer": trainer})
-    checkpoint = legacy_snapshots.from_config(node.algorithm)
+    checkpoint = legacy_snapshots.from_call(read_call(node.algorithm))
     with pytest.raises(ConfigError, match="set trainer.resume_from_path=.*global_step_4"):
         checkpoint.load(HadwConfig(state_key="k"), 5)
 
@@ -275,9 +276,8 @@ def test_zero_length_arrays_of_scores_stay_errors():
     ],
 )
 def test_an_option_in_another_section_names_its_section(node, expected):
-    from verl_hadw.verl_adapter.run_options import parse_dgpo, parse_hadw
+    from verl_hadw.verl_adapter.config.run_options import parse_run
 
-    parse = parse_dgpo if "dgpo" in node else parse_hadw  # each estimator parses its own section
     with pytest.raises(ConfigError) as info:
-        parse(node)
+        parse_run(node)  # each section is parsed on its own
     assert expected in str(info.value)

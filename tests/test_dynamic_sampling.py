@@ -10,7 +10,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from verl_hadw.core.errors import ConfigError
-from verl_hadw.verl_adapter.dynamic_sampling import check_filter_groups, drops_groups
+from verl_hadw.verl_adapter.config.dynamic_sampling import check_filter_groups, drops_groups
 from verl_hadw.verl_adapter.validation import validate_config
 
 

@@ -80,14 +80,14 @@ def test_hadw_padding_rows_get_zero_and_do_not_count_in_batch_accuracy():
     lengths = [3, 4, 2, 5, 0]  # last row: verl padding (response_mask all zero), same uid as nothing else
     got = adv_of(hadw, scores, ["a", "a", "a", "a", "pad"], lengths=lengths, state_key="pad-test")
     assert got[4] == 0
-    assert metrics.peek(1)["hadw/batch_acc"] == 0.25  # 1 of 4 valid responses (Eq. 7)
+    assert process_state.PROCESS.pending_metrics.peek(1)["hadw/batch_acc"] == 0.25  # 1 of 4 valid responses (Eq. 7)
 
 
 def test_hadw_threshold_turns_dapo_style_rewards_into_accuracy():
     # DAPO: ±1 with an overlong penalty; accuracy = score > 0.
     scores = [1.0, -1.0, -1.2, 0.9]
     got = adv_of(hadw, scores, ["g"] * 4, success_threshold=0.0, anchor=FIXED, lambda_scale=1.0)
-    assert metrics.peek(1)["hadw/batch_acc"] == 0.5
+    assert process_state.PROCESS.pending_metrics.peek(1)["hadw/batch_acc"] == 0.5
     # p̂ = 0.5 = C⁻ -> Φ = 1: the result is plain GRPO on the composite reward.
     s = torch.tensor(scores)
     assert torch.allclose(got, (s - s.mean()) / (s.std() + 1e-6), atol=1e-5)
@@ -96,7 +96,7 @@ def test_hadw_threshold_turns_dapo_style_rewards_into_accuracy():
 def test_hadw_normalize_phi_gives_unit_mean():
     scores = [1, 0, 0, 0, 1, 1, 1, 0]
     adv_of(hadw, scores, ["h"] * 4 + ["e"] * 4, normalize_phi=True, anchor=FIXED)
-    assert metrics.peek(1)["hadw/phi_mean"] == pytest.approx(1.0, abs=1e-6)
+    assert process_state.PROCESS.pending_metrics.peek(1)["hadw/phi_mean"] == pytest.approx(1.0, abs=1e-6)
 
 
 def test_hadw_over_dgpo_base_is_dgpo_times_phi():
@@ -108,7 +108,7 @@ def test_hadw_over_dgpo_base_is_dgpo_times_phi():
     p_hat = torch.tensor([0.25] * 4 + [0.75] * 4 + [0.0] * 2)
     phi = LAM * torch.exp(-torch.sign(base) * torch.sign(p_hat - 0.5) * (p_hat - 0.5).abs())
     assert torch.allclose(got, base * phi, rtol=1e-6)
-    assert metrics.peek(1)["dgpo/valid_groups"] == 2
+    assert process_state.PROCESS.pending_metrics.peek(1)["dgpo/valid_groups"] == 2
 
 
 def test_hadw_over_dgpo_each_threshold_governs_its_own_accuracy():

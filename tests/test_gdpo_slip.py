@@ -79,7 +79,7 @@ def test_gdpo_without_dgpo_options_is_verls_gdpo_unchanged():
 
 
 def test_the_guard_is_put_once():
-    from verl_hadw.verl_adapter.gdpo_slip import guard_verl_gdpo
+    from verl_hadw.verl_adapter.config.gdpo_slip import guard_verl_gdpo
 
     before = get_adv_estimator_fn("gdpo")
     guard_verl_gdpo()

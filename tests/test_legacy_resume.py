@@ -20,7 +20,8 @@ from verl_hadw import verl_support
 from verl_hadw.core.anchor.file_format import STATE_FILE
 from verl_hadw.core.errors import MissingAnchorStateError, ResumeConflictError
 from verl_hadw.verl_adapter import metrics, process_state
-from verl_hadw.verl_adapter.legacy_snapshots import SNAPSHOT_DIR, from_config
+from verl_hadw.verl_adapter.anchor_home.legacy_snapshots import SNAPSHOT_DIR, from_call
+from verl_hadw.verl_adapter.config.call_config import read_call
 
 pytestmark = pytest.mark.slow  # Ray / fake-cluster shells: tens of seconds
 
@@ -62,11 +63,11 @@ def snapshots(ckpt):
 
 
 def test_trainer_keys_are_reached_only_from_a_full_legacy_config(tmp_path):
-    assert from_config(legacy_config(tmp_path).algorithm).local_dir == str(tmp_path)
-    v1 = from_config(legacy_config(tmp_path, use_v1=True).algorithm)  # verl 0.9.0 (no callback): snapshots too
+    assert from_call(read_call(legacy_config(tmp_path).algorithm)).local_dir == str(tmp_path)
+    v1 = from_call(read_call(legacy_config(tmp_path, use_v1=True).algorithm))  # verl 0.9.0 (no callback): snapshots too
     assert v1 is None if verl_support.has_checkpoint_callback() else v1.local_dir == str(tmp_path)
-    assert from_config(OmegaConf.create({"hadw": {}})) is None  # detached node: no root to read trainer.* from
-    assert from_config({"hadw": {}, "trainer": {"use_v1": False}}) is None
+    assert from_call(read_call(OmegaConf.create({"hadw": {}}))) is None  # detached node: no root to read trainer.* from
+    assert from_call(read_call({"hadw": {}, "trainer": {"use_v1": False}})) is None
 
 
 def test_resume_path_into_another_directory(tmp_path):

@@ -5,17 +5,17 @@ from omegaconf import OmegaConf
 
 from verl_hadw.core.errors import ConfigError
 from verl_hadw.core.options import AnchorConfig, DgpoConfig, HadwConfig
-from verl_hadw.verl_adapter.run_options import grpo_norm_by_std, log_metrics, parse_dgpo, parse_hadw
+from verl_hadw.verl_adapter.config.run_options import parse_run
 
 
 def test_defaults_from_missing_nodes():
-    assert parse_hadw(None) == HadwConfig()
-    assert parse_hadw({"adv_estimator": "hadw"}) == HadwConfig()
-    assert parse_dgpo({}) == DgpoConfig()
-    cfg = parse_hadw({})
+    assert parse_run(None).hadw == HadwConfig()
+    assert parse_run({"adv_estimator": "hadw"}).hadw == HadwConfig()
+    assert parse_run({}).dgpo == DgpoConfig()
+    cfg = parse_run({}).hadw
     assert cfg.lambda_scale == 1.3 and cfg.anchor.mode == "kalman" and cfg.anchor.window == 10
     assert cfg.anchor.sigma_source == "anchor" and cfg.anchor.eta == 16.0 and cfg.anchor.init == "first_batch"
-    assert parse_dgpo({}).temperature == 2.0
+    assert parse_run({}).dgpo.temperature == 2.0
 
 
 def test_dictconfig_with_interpolation_and_nested_anchor():
@@ -27,10 +27,10 @@ def test_dictconfig_with_interpolation_and_nested_anchor():
             "dgpo": {"temperature": 5.0, "dqw": False},
         }
     )
-    cfg = parse_hadw(node)
-    assert cfg.state_key == "exp1" and cfg.lambda_scale == 1.5 and grpo_norm_by_std(node) is False
+    cfg = parse_run(node).hadw
+    assert cfg.state_key == "exp1" and cfg.lambda_scale == 1.5 and parse_run(node).norm_by_std is False
     assert cfg.anchor == AnchorConfig(mode="moving_average", window=4)
-    dgpo = parse_dgpo(node)
+    dgpo = parse_run(node).dgpo
     assert dgpo.temperature == 5.0 and dgpo.dqw is False
 
 
@@ -40,9 +40,10 @@ def test_each_estimator_owns_its_options():
     hadw = {f.name for f in dataclasses.fields(HadwConfig)}
     dgpo = {f.name for f in dataclasses.fields(DgpoConfig)}
     assert "dgpo" not in hadw and "norm_adv_by_std" not in hadw | dgpo
-    assert log_metrics({"hadw": {"log_metrics": False}}) is False and log_metrics({}) is True
+    assert parse_run({"hadw": {"log_metrics": False}}).hadw.log_metrics is False
+    assert parse_run({}).hadw.log_metrics is True
     with pytest.raises(ConfigError, match="algorithm.hadw.log_metrics must be true or false"):
-        log_metrics({"hadw": {"log_metrics": "no"}})
+        parse_run({"hadw": {"log_metrics": "no"}})
 
 
 @pytest.mark.parametrize(
@@ -100,14 +101,13 @@ def test_each_estimator_owns_its_options():
     ],
 )
 def test_bad_config_names_key_and_valid_values(node, message):
-    parse = {"hadw": parse_hadw, "dgpo": parse_dgpo, "norm_adv_by_std_in_grpo": grpo_norm_by_std}[next(iter(node))]
     with pytest.raises(ConfigError) as err:
-        parse(node)
+        parse_run(node)
     assert message in str(err.value)
 
 
 def test_eta_above_one_is_valid_because_eq8_bounds_eta_t_not_eta():
-    assert parse_hadw({"hadw": {"anchor": {"eta": 5.0}}}).anchor.eta == 5.0
+    assert parse_run({"hadw": {"anchor": {"eta": 5.0}}}).hadw.anchor.eta == 5.0
 
 
 def test_readme_options_block_is_generated_from_the_declarations():
@@ -134,7 +134,7 @@ def test_every_user_option_has_a_doc_and_a_check():
                 assert f.metadata["kind"] == "section" or f.metadata["doc"], f.name
     # hidden fields are not user keys
     with pytest.raises(ConfigError, match="Unknown key 'algorithm.dgpo.norm_adv_by_std'"):
-        parse_dgpo({"dgpo": {"norm_adv_by_std": True}})
+        parse_run({"dgpo": {"norm_adv_by_std": True}}).dgpo
 
 
 def _declared(cls, prefix):
@@ -153,7 +153,7 @@ def test_numpy_scalars_are_accepted_for_every_option_as_the_value_they_stand_for
     import numpy as np
 
     to_numpy = {float: np.float32, int: np.int64, bool: np.bool_, str: np.str_}
-    parse = {"hadw": parse_hadw, "dgpo": parse_dgpo}[section]
+    parse = {"hadw": lambda n: parse_run(n).hadw, "dgpo": lambda n: parse_run(n).dgpo}[section]
     for path, f in _declared(cls, ""):
         value = VALID.get(f.metadata["kind"], f.default)
         if f.metadata["kind"] == "number":
@@ -170,5 +170,5 @@ def test_numpy_scalars_are_accepted_for_every_option_as_the_value_they_stand_for
             for part in path.split("."):
                 got = getattr(got, part)
             assert got == value and type(got) is type(value), (path, numpy_form, got)
-    assert parse_hadw({"hadw": {"lambda_scale": np.float32(1.3)}}).lambda_scale == 1.3  # the example
-    assert grpo_norm_by_std({"norm_adv_by_std_in_grpo": np.bool_(False)}) is False
+    assert parse_run({"hadw": {"lambda_scale": np.float32(1.3)}}).hadw.lambda_scale == 1.3  # the example
+    assert parse_run({"norm_adv_by_std_in_grpo": np.bool_(False)}).norm_by_std is False

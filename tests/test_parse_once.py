@@ -1,7 +1,8 @@
 """One verl estimator call parses its options once; later calls of the same configuration parse and check nothing.
 
 The near-miss checks (difflib over every key) and the unused-option warnings run once per configuration, not on
-every step (``config_check.options_for_call``)."""
+every step (``call_config.read_call``). Each call reads verl's node once (one resolve, one look-up of the trainer
+node) and hands that read down: nothing after it resolves the node again."""
 
 import numpy as np
 import pytest
@@ -9,7 +10,8 @@ import torch
 from omegaconf import OmegaConf
 
 from verl_hadw.core import options as core_options
-from verl_hadw.verl_adapter import config_check, run_options
+from verl_hadw.verl_adapter.config import call_config, run_options
+from verl_hadw.verl_adapter.config import checks as config_check
 from verl_hadw.verl_adapter.estimators import compute_dgpo_outcome_advantage, compute_hadw_outcome_advantage
 from verl_hadw.verl_adapter.process_state import reset
 
@@ -28,7 +30,7 @@ def counted(monkeypatch):
 
         monkeypatch.setattr(module, name, wrapper)
 
-    counting("parse_run", config_check)  # options_for_call's parse of a configuration
+    counting("parse_run", call_config)  # read_call's parse of a configuration
     counting("parse_section", core_options)  # the core's parser, one section at a time
     counting("check_sections", config_check)
     reset()
@@ -79,7 +81,38 @@ def test_a_bad_option_still_stops_every_call(counted):
 def test_the_parsed_options_are_the_ones_handed_down():
     reset()
     config = OmegaConf.create({"adv_estimator": "hadw", "hadw": {"state_key": "k", "lambda_scale": 1.5}})
-    run = config_check.options_for_call(config)
+    run = call_config.read_call(config).run
     assert run == run_options.parse_run(config) and run.hadw.lambda_scale == 1.5
-    assert config_check.options_for_call(config) is run
+    assert call_config.read_call(config).run is run
     reset()
+
+
+@pytest.mark.parametrize("estimator, algorithm", [
+    (compute_hadw_outcome_advantage, {"adv_estimator": "hadw", "hadw": {"state_key": "read-once"}}),
+    (compute_dgpo_outcome_advantage, {"adv_estimator": "dgpo"}),
+])
+def test_each_call_reads_verls_node_once(monkeypatch, tmp_path, estimator, algorithm):
+    """One resolve of the ``algorithm`` node and one look-up of the ``trainer`` node per call, the first call (which
+    parses, checks and builds the anchor's back-end from that read) included; verl's trainer step is set, as in a
+    trainer, so the legacy back-end and the estimator record read the trainer node too."""
+    from verl.utils.skip.skip_manager import SkipManager
+
+    trainer = {"use_v1": False, "save_freq": 1, "default_local_dir": str(tmp_path), "resume_mode": "disable"}
+    root = OmegaConf.create({"algorithm": algorithm, "trainer": trainer})
+    reads = {"to_container": 0, "select": 0}
+    for name in reads:
+        original = getattr(OmegaConf, name)
+
+        def wrapper(*args, _name=name, _original=original, **kwargs):
+            reads[_name] += 1
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(OmegaConf, name, staticmethod(wrapper))
+    reset()
+    try:
+        for step in (1, 2, 3):
+            SkipManager.set_step(step)
+            estimator(*batch(), config=root.algorithm)
+            assert reads == {"to_container": step, "select": step}, f"call {step}"
+    finally:
+        reset()

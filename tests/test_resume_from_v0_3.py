@@ -12,8 +12,8 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from verl_hadw.core.anchor import AnchorState
-from verl_hadw.verl_adapter.checkpoint_files import CheckpointFiles
-from verl_hadw.verl_adapter.run_options import options_of, parse_hadw
+from verl_hadw.verl_adapter.anchor_home.checkpoint_files import CheckpointFiles
+from verl_hadw.verl_adapter.config.run_options import parse_run
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "anchor_v0_3"
 ALGORITHM = {"adv_estimator": "hadw", "norm_adv_by_std_in_grpo": True,
@@ -28,10 +28,10 @@ def observe(state: AnchorState, steps) -> list:
 def test_a_v0_3_anchor_file_resumes_and_continues_bit_for_bit(tmp_path):
     shutil.copytree(FIXTURE, tmp_path / "ckpt")
     algorithm = OmegaConf.create(ALGORITHM)
-    cfg = parse_hadw(algorithm)
+    cfg = parse_run(algorithm).hadw
     trainer = OmegaConf.create({"resume_mode": "auto", "default_local_dir": str(tmp_path / "ckpt"),
                                 "resume_from_path": None})
-    backend = CheckpointFiles(trainer, options_of(algorithm))
+    backend = CheckpointFiles(trainer, parse_run(algorithm).flat())
     restored = backend.load(cfg, 7)
     assert backend.restored_step == 6 and backend.first_step == 7
     saved = json.loads((FIXTURE / "global_step_6" / "verl_hadw_anchor.json").read_text())

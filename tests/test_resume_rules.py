@@ -17,10 +17,10 @@ from verl_hadw.core.anchor.compatibility import MEANING, RULES, TUNING, declared
 from verl_hadw.core.anchor.file_format import STATE_FILE
 from verl_hadw.core.errors import ResumeConflictError
 from verl_hadw.core.options import AnchorConfig, DgpoConfig, HadwConfig
-from verl_hadw.verl_adapter import anchor_client as anchor_client
 from verl_hadw.verl_adapter import process_state
-from verl_hadw.verl_adapter.legacy_snapshots import SNAPSHOT_DIR
-from verl_hadw.verl_adapter.run_options import options_of, parse_hadw
+from verl_hadw.verl_adapter.anchor_home import anchor_client as anchor_client
+from verl_hadw.verl_adapter.anchor_home.legacy_snapshots import SNAPSHOT_DIR
+from verl_hadw.verl_adapter.config.run_options import parse_run
 
 RESUME_PAGE = Path(__file__).resolve().parent.parent / "docs" / "reliability.md"  # "Resuming under changed options"
 
@@ -56,8 +56,8 @@ def test_every_declared_option_has_exactly_one_rule_and_the_docs_show_the_table(
 
 
 def test_options_of_records_every_rule_key_with_the_parsed_value():
-    options = options_of({"norm_adv_by_std_in_grpo": False, "hadw": {"lambda_scale": 0.7, "anchor": {"window": 3}},
-                          "dgpo": {"temperature": 1.5}})
+    options = parse_run({"norm_adv_by_std_in_grpo": False, "hadw": {"lambda_scale": 0.7, "anchor": {"window": 3}},
+                          "dgpo": {"temperature": 1.5}}).flat()
     assert sorted(options) == sorted(RULES)
     assert options["algorithm.hadw.lambda_scale"] == 0.7 and options["algorithm.hadw.anchor.window"] == 3
     assert options["algorithm.dgpo.temperature"] == 1.5 and options["algorithm.norm_adv_by_std_in_grpo"] is False
@@ -182,8 +182,8 @@ def test_newer_and_older_files_are_read_alike_by_both_trainers(tmp_path, caplog,
     with caplog.at_level(logging.WARNING, logger="verl_hadw.core.anchor"):
         resume()
     assert any(expected in r.message for r in caplog.records), [r.message for r in caplog.records]
-    state = anchor_client.state_dict(parse_hadw({"hadw": {"state_key": KEY if trainer == "legacy" else "proj/exp",
-                                                          "anchor": {"eta": 3.0, "window": 4}}}))
+    state = anchor_client.state_dict(parse_run({"hadw": {"state_key": KEY if trainer == "legacy" else "proj/exp",
+                                                          "anchor": {"eta": 3.0, "window": 4}}}).hadw)
     assert state["committed_steps"] >= saved_state["committed_steps"]  # restored, not fresh
     assert state["config"] == dataclasses.asdict(AnchorConfig(eta=3.0, window=4))  # unknown anchor key dropped
 

@@ -19,7 +19,7 @@ from verl_hadw.research.sim.methods import METHODS, SUITES, resolve
 from verl_hadw.research.sim.report import summarise
 from verl_hadw.research.sim.runner import run_many, run_one
 from verl_hadw.verl_adapter import metrics, process_state
-from verl_hadw.verl_adapter.run_options import parse_dgpo, parse_hadw
+from verl_hadw.verl_adapter.config.run_options import parse_run
 
 
 # ------------------------------------------------------------------------------------- determinism
@@ -142,7 +142,7 @@ def test_rms_optimiser_cancels_lambda_sgd_does_not():
 def test_every_method_is_a_valid_verl_algorithm_node_and_suites_cover_the_issue():
     for m in METHODS.values():
         node = OmegaConf.create(m.algorithm(f"k/{m.name}"))
-        hadw, dgpo = parse_hadw(node), parse_dgpo(node)
+        hadw, dgpo = parse_run(node).hadw, parse_run(node).dgpo
         assert hadw.state_key == f"k/{m.name}"
         if m.estimator == "hadw":
             assert hadw.lambda_scale == m.lambda_scale

@@ -17,25 +17,35 @@ PACKAGE = ROOT / "verl_hadw"
 
 # room -> (the modules in it, as prefixes of dotted names; the rooms it may import besides itself)
 ADAPTERS = ["verl_adapter", "trl", "swift_adapter"]
+# verl's adapter: doors at its top, and two inner rooms (folders) below them, each importing only downward
+VERL_ROOMS = ["verl_adapter", "verl_adapter.anchor_home", "verl_adapter.config", "verl_adapter.base"]
 ROOMS = {
     # the framework-free core: nothing of ours outside it (tests/test_core_alone.py: nor any framework)
     "core": (["verl_hadw.core"], []),
     "support": (["verl_hadw", "verl_hadw.config_paths", "verl_hadw.console_log", "verl_hadw.plotting",
-                 "verl_hadw.verl_support"], []),
-    # verl's adapter, with the one-line aliases of the paths users name (the callback, the old entry point) and
-    # verl's reward function (pkg://verl_hadw.reward)
+                 "verl_hadw.verl_support", "verl_hadw.verl_trl"], []),
+    # verl's adapter's doors, with the one-line aliases of the paths users name (the callback, the old entry point)
+    # and verl's reward function (pkg://verl_hadw.reward)
     "verl_adapter": (["verl_hadw.verl_adapter", "verl_hadw.callback", "verl_hadw.register", "verl_hadw.reward"],
-                     ["core", "support"]),
+                     ["core", "support", *VERL_ROOMS[1:]]),
+    # the anchor's home: client, stores, persistence, both checkpoint back-ends, the resume folder, DGPO's record
+    "verl_adapter.anchor_home": (["verl_hadw.verl_adapter.anchor_home"],
+                                 ["core", "support", "verl_adapter.config", "verl_adapter.base"]),
+    # the config's jobs: one read per call, the parse, the checks
+    "verl_adapter.config": (["verl_hadw.verl_adapter.config"], ["core", "support", "verl_adapter.base"]),
+    # the doors both inner rooms build on: verl's words, the process state, the step resolver
+    "verl_adapter.base": ([f"verl_hadw.verl_adapter.{m}" for m in ("verl_terms", "process_state", "steps")],
+                          ["core", "support"]),
     # what the HF-Trainer-based adapters share: the core and transformers only
     "hf_trainer": (["verl_hadw.hf_trainer"], ["core", "support"]),
     "trl": (["verl_hadw.trl"], ["core", "support", "hf_trainer"]),  # never verl's adapter: a TRL install has no verl
     # ms-swift's adapter: its own environment (trl<1.0), so never TRL's adapter, nor verl's
     "swift_adapter": (["verl_hadw.swift_adapter"], ["core", "support", "hf_trainer"]),
-    "cpu": (["verl_hadw.cpu"], ["core", "support", "verl_adapter"]),
-    "toy": (["verl_hadw.toy"], ["core", "support", "verl_adapter"]),
-    "repro": (["verl_hadw.repro"], ["core", "support", "verl_adapter", "toy"]),
-    "research": (["verl_hadw.research"], ["core", "support", "verl_adapter", "toy"]),
-    "cli": (["verl_hadw.cli"], ["core", "support", "verl_adapter", "cpu", "toy", "repro", "research"]),
+    "cpu": (["verl_hadw.cpu"], ["core", "support", *VERL_ROOMS]),
+    "toy": (["verl_hadw.toy"], ["core", "support", *VERL_ROOMS]),
+    "repro": (["verl_hadw.repro"], ["core", "support", *VERL_ROOMS, "toy"]),
+    "research": (["verl_hadw.research"], ["core", "support", *VERL_ROOMS, "toy"]),
+    "cli": (["verl_hadw.cli"], ["core", "support", *VERL_ROOMS, "cpu", "toy", "repro", "research"]),
 }
 
 
@@ -130,8 +140,8 @@ def test_no_private_name_is_imported_across_modules():
 
 def test_the_graph_sees_what_it_checks():
     """The checks above would pass on an empty graph: make sure they see the known edges."""
-    client = {t for t, _, _ in GRAPH["verl_hadw.verl_adapter.anchor_client"]}
-    assert {"verl_hadw.verl_adapter.anchor_stores", "verl_hadw.core.errors",
+    client = {t for t, _, _ in GRAPH["verl_hadw.verl_adapter.anchor_home.anchor_client"]}
+    assert {"verl_hadw.verl_adapter.anchor_home.anchor_stores", "verl_hadw.core.errors",
             "verl_hadw.verl_adapter.process_state"} <= client
     validation = {t for t, _, _ in GRAPH["verl_hadw.verl_adapter.validation"]}
     assert "verl_hadw.verl_adapter.estimators" in validation  # a lazy import

@@ -20,7 +20,7 @@ from e2e_runs import V090_SAVE, V090_STEPS, VERL_ADAPTER_TESTS
 from e2e_stage import RAY_STARTED
 
 from verl_hadw.toy.launch import stable_metrics
-from verl_hadw.verl_adapter.legacy_snapshots import SNAPSHOT_DIR
+from verl_hadw.verl_adapter.anchor_home.legacy_snapshots import SNAPSHOT_DIR
 
 pytestmark = pytest.mark.slow
 launches = pytest.mark.e2e

@@ -14,10 +14,10 @@ from verl.trainer.ppo.v1.utils import compute_advantage_for_multi_trajectories
 from verl.utils.skip.skip_manager import SkipManager
 from verl.utils.tracking import Tracking
 
-from verl_hadw.verl_adapter import anchor_client as anchor_client
-from verl_hadw.verl_adapter import metrics, process_state
+from verl_hadw.verl_adapter import process_state
+from verl_hadw.verl_adapter.anchor_home import anchor_client as anchor_client
+from verl_hadw.verl_adapter.config.run_options import parse_run
 from verl_hadw.verl_adapter.estimators import compute_dgpo_outcome_advantage, compute_hadw_outcome_advantage
-from verl_hadw.verl_adapter.run_options import parse_hadw
 
 SCORES = [1, 0, 0, 0, 1, 1, 1, 0, 1, 1, 0, 0, 0]
 GROUPS = ["a"] * 4 + ["b"] * 4 + ["c"] * 2 + ["d"] * 2 + ["pad"]
@@ -76,9 +76,9 @@ def test_trainer_step_k_calls_share_prior_through_verl():
         SkipManager.set_step(step)
         for _ in range(4):  # separate_async: K mini-batches per step
             compute_advantage(data_proto(), "hadw", config=config)
-            priors.append(metrics.peek(step)["hadw/anchor_prior"])
+            priors.append(process_state.PROCESS.pending_metrics.peek(step)["hadw/anchor_prior"])
     assert priors[:4] == [0.3] * 4 and len(set(priors[4:])) == 1 and priors[4] != 0.3
-    state = anchor_client.state_dict(parse_hadw(config))
+    state = anchor_client.state_dict(parse_run(config).hadw)
     assert state["committed_steps"] == 1 and state["count"] == 4 * 12 and state["calls"] == [0, 1, 2, 3]
 
 
@@ -90,7 +90,7 @@ def test_dgpo_alone_files_the_k_calls_of_a_trainer_step_under_that_step():
         SkipManager.set_step(step)
         for _ in range(2):  # separate_async: parameter_sync_step mini-batches per step
             compute_advantage(data_proto(), "dgpo", config=config)
-        counts = metrics.peek(step)
+        counts = process_state.PROCESS.pending_metrics.peek(step)
         assert counts["dgpo/valid_groups"] + counts["dgpo/zero_var_groups"] == 2 * 4, step  # groups a-d, twice
     assert not any(k.startswith("hadw/") for k in counts)
 

@@ -8,7 +8,7 @@ import importlib.util
 
 import pytest
 
-from verl_hadw.verl_adapter import verl_trl
+from verl_hadw import verl_trl
 
 
 def test_the_installed_trl_lacks_what_verl_imports_and_doctor_says_so():

@@ -29,8 +29,10 @@ from verl.utils.skip.skip_manager import SkipManager
 import verl_hadw
 from verl_hadw import verl_support
 from verl_hadw.core.errors import MissingAnchorStateError
-from verl_hadw.verl_adapter import config_check, metrics, process_state
-from verl_hadw.verl_adapter.legacy_snapshots import SNAPSHOT_DIR, LegacySnapshots, from_config
+from verl_hadw.verl_adapter import metrics, process_state
+from verl_hadw.verl_adapter.anchor_home.legacy_snapshots import SNAPSHOT_DIR, LegacySnapshots, from_call
+from verl_hadw.verl_adapter.config import checks as config_check
+from verl_hadw.verl_adapter.config.call_config import read_call
 from verl_hadw.verl_support import UnsupportedVerlError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -169,14 +171,14 @@ def restart():
 
 
 def test_v1_without_the_hook_gets_the_snapshot_back_end(tmp_path, no_hook):
-    snapshots = from_config(v1_config(tmp_path).algorithm)
+    snapshots = from_call(read_call(v1_config(tmp_path).algorithm))
     assert isinstance(snapshots, LegacySnapshots) and snapshots.local_dir == str(tmp_path)
     assert "verl 0.9.0's v1 trainer" in snapshots.trainer
 
 
 @pytest.mark.verl091
 def test_v1_with_the_hook_keeps_the_callbacks_files(tmp_path):
-    assert from_config(v1_config(tmp_path).algorithm) is None
+    assert from_call(read_call(v1_config(tmp_path).algorithm)) is None
 
 
 @pytest.mark.parametrize("calls", [1, 4], ids=["sync", "separate_async"])
@@ -243,17 +245,17 @@ def test_first_call_says_the_callback_is_ignored(tmp_path, no_hook, callback):
     if callback is None:
         assert not said
         return
-    assert said == [config_check.ignored_callback(cfg.algorithm)]
+    assert said == [config_check.ignored_callback(cfg.algorithm, cfg.trainer)]
     assert f"trainer.checkpoint_callback_class={CALLBACK} is ignored: verl 0.9.0 has no checkpoint callbacks" in said[0]
     assert "verl_hadw_anchor/step_N.json" in said[0] and "at this first estimator call" in said[0]
-    assert config_check.unsaved_anchor(cfg.algorithm) is None  # the snapshots save it: no "set the callback"
+    assert config_check.unsaved_anchor(cfg.algorithm, cfg.trainer) is None  # the snapshots save it: no "set the ..."
 
 
 @pytest.mark.verl091
 def test_with_the_hook_nothing_is_ignored(tmp_path):
-    assert config_check.ignored_callback(v1_config(tmp_path).algorithm) is None
-    assert "Set trainer.checkpoint_callback_class" in config_check.unsaved_anchor(v1_config(tmp_path, callback=None)
-                                                                                  .algorithm)
+    assert config_check.ignored_callback(v1_config(tmp_path).algorithm, v1_config(tmp_path).trainer) is None
+    assert "Set trainer.checkpoint_callback_class" in config_check.unsaved_anchor(
+        v1_config(tmp_path, callback=None).algorithm, v1_config(tmp_path, callback=None).trainer)
 
 
 # ------------------------------------------------------------------------------------------ the start-up check

@@ -56,7 +56,7 @@ def doctor(_args: argparse.Namespace) -> int:
         print(f"[FAIL] ray: {exc}")
         problems.append("install ray")
 
-    from verl_hadw.verl_adapter.verl_trl import verl_trl_clash
+    from verl_hadw.verl_trl import verl_trl_clash
 
     clash = verl_trl_clash()  # a warning, not a failure: TRL users of the [trl] extra do not train with verl here
     fine = "no clash (TRL absent, or it has what verl imports)"

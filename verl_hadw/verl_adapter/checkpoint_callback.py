@@ -30,9 +30,9 @@ if not verl_support.has_checkpoint_callback():  # verl 0.9.0: no checkpoint_call
 
 from verl.trainer.ppo.checkpoint_callback import CheckpointCallback  # noqa: E402
 
-from verl_hadw.verl_adapter import anchor_client as anchor_client  # noqa: E402
 from verl_hadw.verl_adapter import metrics  # noqa: E402
-from verl_hadw.verl_adapter.checkpoint_files import CheckpointFiles  # noqa: E402
+from verl_hadw.verl_adapter.anchor_home import anchor_client as anchor_client  # noqa: E402
+from verl_hadw.verl_adapter.anchor_home.checkpoint_files import CheckpointFiles  # noqa: E402
 from verl_hadw.verl_adapter.validation import validated_options  # noqa: E402
 
 __all__ = ["HadwCheckpointCallback"]

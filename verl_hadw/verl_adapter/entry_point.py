@@ -25,7 +25,7 @@ def register(_core_algos=None) -> None:
     must not break verl's own estimators, as verl's plugin loader does not let a plugin break ``import verl``."""
     try:
         from verl_hadw.verl_adapter import estimators  # noqa: F401  (its decorators register hadw and dgpo)
-        from verl_hadw.verl_adapter.gdpo_slip import guard_verl_gdpo
+        from verl_hadw.verl_adapter.config.gdpo_slip import guard_verl_gdpo
 
         guard_verl_gdpo()
     except Exception as error:  # noqa: BLE001

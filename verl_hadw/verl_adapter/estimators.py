@@ -1,8 +1,9 @@
 """HA-DW and DGPO advantage estimators, registered in verl's ``ADV_ESTIMATOR_REGISTRY``.
 
 The maths (every equation, tagged) is the core's ``advantages`` module, which TRL's adapter calls too; this module
-is verl's side of it: the config node (parsed and checked once per configuration, ``config_check.options_for_call``),
-the step resolver, the anchor client (a Ray actor under verl), padding rows (advantage 0) and the metrics hook.
+is verl's side of it: the config node (read once per call, parsed and checked once per configuration:
+``config.call_config.read_call``), the step resolver, the anchor client (a Ray actor under verl), padding rows
+(advantage 0) and the metrics hook.
 Equation numbers refer to ``docs/equations.md``.
 """
 
@@ -15,9 +16,10 @@ from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, register_adv_est
 
 from verl_hadw.core.advantages import dgpo_advantage, dgpo_call, grpo_advantage, hadw_call, hadw_weights
 from verl_hadw.core.groups import Batch, prepare_batch
-from verl_hadw.verl_adapter import anchor_client as anchor_client
-from verl_hadw.verl_adapter import estimator_record, legacy_snapshots, metrics, steps
-from verl_hadw.verl_adapter.config_check import options_for_call
+from verl_hadw.verl_adapter import metrics, steps
+from verl_hadw.verl_adapter.anchor_home import anchor_client as anchor_client
+from verl_hadw.verl_adapter.anchor_home import estimator_record, legacy_snapshots
+from verl_hadw.verl_adapter.config.call_config import read_call
 from verl_hadw.verl_adapter.verl_terms import VERL
 
 __all__ = [
@@ -79,22 +81,19 @@ def compute_hadw_outcome_advantage(
     Returns:
         advantages, returns: (bs, response_length), equal
     """
-    run = options_for_call(config)  # parsed and checked once per configuration
+    call_config = read_call(config)  # the one read of verl's config (parsed and checked once per configuration)
+    run = call_config.run
     cfg = run.hadw
     metrics.enable(cfg.log_metrics)  # verl's Tracking.log is wrapped only once an estimator of ours runs
-    norm_by_std = run.norm_by_std
     with torch.no_grad():
-        # Over GRPO nothing depends on how groups are numbered: skip sorting the uids (see groups.group_ids).
-        b = prepare_batch(token_level_rewards, response_mask, index, sorted_ids=cfg.base == "dgpo")
-        dgpo_cfg = run.dgpo if cfg.base == "dgpo" else None  # the base's own options (algorithm.dgpo)
         step, trainer_run = steps.trainer_step(), steps.trainer_run()
         clients = []
 
-        def client():
-            # built on the first call of a run, with the legacy trainer's snapshots as its persistence (None: the
-            # v1 callback built it already, or no trainer)
-            clients.append(anchor_client.get_client(cfg, lambda: legacy_snapshots.from_config(config, run), step,
-                                                    trainer_run, caller=config))
+        def snapshots():  # the legacy trainer's snapshots, read only when a run's client is built (None: the v1
+            return legacy_snapshots.from_call(call_config)  # callback built it already, or no trainer)
+
+        def client():  # built on the first call of a run, with ``snapshots()`` as its persistence
+            clients.append(anchor_client.get_client(cfg, snapshots, step, trainer_run, caller=config))
             return clients[-1]
 
         def preview(correct: float, count: int):  # checked first: a refused call leaves the anchor as it was
@@ -103,7 +102,10 @@ def compute_hadw_outcome_advantage(
         def observe(correct: float, count: int):
             return client().observe(correct=correct, count=count, trainer_step=step)
 
-        call = hadw_call(b, cfg, dgpo_cfg, norm_by_std, observe, VERL.key, preview=preview)
+        # Over GRPO nothing depends on how groups are numbered: skip sorting the uids (see groups.group_ids).
+        b = prepare_batch(token_level_rewards, response_mask, index, sorted_ids=cfg.base == "dgpo")
+        dgpo_cfg = run.dgpo if cfg.base == "dgpo" else None  # the base's own options (algorithm.dgpo)
+        call = hadw_call(b, cfg, dgpo_cfg, run.norm_by_std, observe, VERL.key, preview=preview)
         advantages = _broadcast(call.advantages, b, response_mask)
 
         metrics.record_hadw(call.view, call.phi, cfg.lambda_scale, recoveries=clients[-1].recoveries,
@@ -138,13 +140,14 @@ def compute_dgpo_outcome_advantage(
     Returns:
         advantages, returns: (bs, response_length), equal
     """
-    run = options_for_call(config)  # parsed and checked once per configuration
+    call_config = read_call(config)  # the one read of verl's config (parsed and checked once per configuration)
+    run = call_config.run
     metrics.enable(run.hadw.log_metrics)  # the same switch as HA-DW's: algorithm.hadw.log_metrics
-    estimator_record.check_resumed(config, run)  # a checkpoint trained under another estimator: refused
+    estimator_record.check_resumed(call_config)  # a checkpoint trained under another estimator: refused
     with torch.no_grad():
         b = prepare_batch(token_level_rewards, response_mask, index)
         adv, counts = dgpo_call(b, run.dgpo, run.norm_by_std, VERL.key)
         advantages = _broadcast(adv, b, response_mask)
         metrics.record_dgpo(steps.stateless_step(), counts)
-    estimator_record.record(config, run)  # which estimator trained this step, for a resume to check
+    estimator_record.record(call_config)  # which estimator trained this step, for a resume to check
     return advantages, advantages

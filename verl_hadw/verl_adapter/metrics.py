@@ -22,7 +22,6 @@ from verl_hadw.verl_adapter.process_state import PROCESS
 __all__ = [
     "record_hadw",
     "record_dgpo",
-    "peek",
     "pop",
     "enable",
     "install_tracking_hook",
@@ -38,11 +37,6 @@ def record_hadw(view: AnchorView, phi: torch.Tensor, lambda_scale: float, recove
 def record_dgpo(step: int, counts: dict[str, float]) -> None:
     """One DGPO call's counts (``MetricBuffer.record_dgpo``), into this process's buffer."""
     PROCESS.pending_metrics.record_dgpo(step, counts)
-
-
-def peek(step: int) -> dict[str, float]:
-    """The metrics recorded so far for ``step`` (left in the buffer)."""
-    return PROCESS.pending_metrics.peek(step)
 
 
 def pop(step: int) -> dict[str, float]:

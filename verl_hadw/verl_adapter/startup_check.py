@@ -30,7 +30,7 @@ from omegaconf import OmegaConf
 
 from verl_hadw import verl_support
 from verl_hadw.core.errors import ConfigError
-from verl_hadw.verl_adapter import config_check
+from verl_hadw.verl_adapter.config import checks as config_check
 from verl_hadw.verl_adapter.validation import validated_options
 
 __all__ = ["StartupCheck", "TARGET"]
@@ -63,4 +63,4 @@ class StartupCheck(Callback):
         except ConfigError as exc:  # Hydra would only warn: stop main_ppo here, before Ray starts
             raise SystemExit(f"verl-hadw start-up check (hydra.callbacks.verl_hadw): ConfigError: {exc}") from exc
         if not callback_checks:
-            config_check.warn_ignored_callback(root.algorithm, root, at_start=True)
+            config_check.warn_ignored_callback(root.algorithm, root.get("trainer"), at_start=True)

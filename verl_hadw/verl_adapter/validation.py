@@ -8,10 +8,11 @@ once with a message naming the key.
 from __future__ import annotations
 
 from verl_hadw.core.errors import ConfigError
-from verl_hadw.verl_adapter import config_check
-from verl_hadw.verl_adapter.dynamic_sampling import check_filter_groups
-from verl_hadw.verl_adapter.gdpo_slip import check_gdpo_slip
-from verl_hadw.verl_adapter.run_options import RunOptions, parse_run
+from verl_hadw.verl_adapter.config import checks as config_check
+from verl_hadw.verl_adapter.config.call_config import plain_algorithm
+from verl_hadw.verl_adapter.config.dynamic_sampling import check_filter_groups
+from verl_hadw.verl_adapter.config.gdpo_slip import check_gdpo_slip
+from verl_hadw.verl_adapter.config.run_options import RunOptions, parse_run
 
 __all__ = ["validate_config", "validated_options"]
 
@@ -30,7 +31,7 @@ def validated_options(config, by_callback: bool = False) -> RunOptions:
 
     import verl_hadw.verl_adapter.estimators  # noqa: F401  (registers even where the entry point was disabled or failed)
 
-    algorithm = config.algorithm
+    algorithm, trainer = plain_algorithm(config.algorithm), config.get("trainer")  # the one read of the config
     problems: list[str] = []
 
     def attempt(check):
@@ -58,5 +59,5 @@ def validated_options(config, by_callback: bool = False) -> RunOptions:
         listed = "\n".join(f"  {i}. {problem}" for i, problem in enumerate(problems, start=1))
         raise ConfigError(f"{len(problems)} problems in the config:\n{listed}")
     if not by_callback:  # the callback saves the anchor, whether the config names it or code built it
-        config_check.warn_unsaved_anchor(algorithm, config)  # HA-DW checkpoints without the callback: not saved
+        config_check.warn_unsaved_anchor(algorithm, trainer)  # HA-DW checkpoints without the callback: not saved
     return run

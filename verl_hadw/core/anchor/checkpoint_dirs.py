@@ -1,7 +1,7 @@
 """Checkpoint folders named ``<prefix>N`` (verl's ``global_step_N``, TRL's ``checkpoint-N``): their step, and the
 newest earlier one whose anchor file is valid (the way out every "cannot restore" message offers).
 
-Which folder a run resumes from is each framework's rule: ``verl_adapter.resume_dir``, TRL's trainer.
+Which folder a run resumes from is each framework's rule: ``verl_adapter.anchor_home.resume_dir``, TRL's trainer.
 """
 
 from __future__ import annotations

@@ -102,8 +102,8 @@ def run_one(
     from verl.utils.skip.skip_manager import SkipManager
 
     import verl_hadw.register  # noqa: F401  (what verl's plugin entry point loads: registers hadw/dgpo)
-    from verl_hadw.verl_adapter import anchor_client as anchor_client
     from verl_hadw.verl_adapter import metrics
+    from verl_hadw.verl_adapter.anchor_home import anchor_client as anchor_client
 
     key = state_key(method, seed)
     config = OmegaConf.create(method.algorithm(key))

@@ -18,34 +18,34 @@ Outside a trainer (no verl step) nothing is read or written.
 
 from __future__ import annotations
 
-from verl_hadw.verl_adapter import legacy_snapshots, steps
-from verl_hadw.verl_adapter.checkpoint_files import CheckpointFiles
+from verl_hadw.verl_adapter.anchor_home import legacy_snapshots
+from verl_hadw.verl_adapter.anchor_home.checkpoint_files import CheckpointFiles
+from verl_hadw.verl_adapter.config.call_config import CallConfig
 from verl_hadw.verl_adapter.process_state import PROCESS
-from verl_hadw.verl_adapter.resume_dir import trainer_of
-from verl_hadw.verl_adapter.run_options import RunOptions
+from verl_hadw.verl_adapter.steps import trainer_run, trainer_step
 
 __all__ = ["check_resumed", "record"]
 
 
-def check_resumed(algorithm, run: RunOptions) -> None:
-    """At every call of an estimator without an anchor, before it computes (``algorithm``: the node verl passed it):
-    on the first call of verl's ``fit()``, a run resumed from a checkpoint trained under another estimator stops,
-    before its first update."""
-    step, fit = steps.trainer_step(), steps.trainer_run()
+def check_resumed(call: CallConfig) -> None:
+    """At every call of an estimator without an anchor, before it computes (``call``: what the call read of verl's
+    config): on the first call of verl's ``fit()``, a run resumed from a checkpoint trained under another estimator
+    stops, before its first update."""
+    step, fit = trainer_step(), trainer_run()
     if step is None or PROCESS.estimator_checked_run is fit:
         return
-    snapshots = legacy_snapshots.from_config(algorithm, run)
+    snapshots = legacy_snapshots.from_call(call)
     if snapshots is not None:
-        snapshots.check_estimator(run.hadw.state_key, step)
-    elif step > 1 and (trainer := trainer_of(algorithm)) is not None:
-        CheckpointFiles(trainer, run.flat()).check_estimator()
+        snapshots.check_estimator(call.run.hadw.state_key, step)
+    elif step > 1 and call.trainer is not None:
+        CheckpointFiles(call.trainer, call.run.flat()).check_estimator()
     PROCESS.estimator_checked_run = fit  # checked (a refused run is checked again at its next call)
 
 
-def record(algorithm, run: RunOptions) -> None:
+def record(call: CallConfig) -> None:
     """After each successful call: under the legacy trainer, the options-only snapshot of this step (no anchor),
     which a resume under another estimator reads. The v1 callback writes its file at verl's save itself."""
-    step = steps.trainer_step()
-    snapshots = None if step is None else legacy_snapshots.from_config(algorithm, run)
+    step = trainer_step()
+    snapshots = None if step is None else legacy_snapshots.from_call(call)
     if snapshots is not None:
-        snapshots.after_step(step, run.hadw.state_key, None)
+        snapshots.after_step(step, call.run.hadw.state_key, None)

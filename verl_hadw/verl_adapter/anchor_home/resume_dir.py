@@ -12,23 +12,7 @@ import re
 
 from verl_hadw.core.errors import ConfigError
 
-__all__ = ["resolve_resume_dir", "check_step_folder", "trainer_of"]
-
-
-def trainer_of(algorithm):
-    """verl's ``trainer`` node, reached from the ``algorithm`` node verl passes the estimators (a child of the full
-    resolved config: ``OmegaConf.select(algorithm, "..trainer")``); None for a plain dict or a detached node (unit
-    use, notebooks)."""
-    from omegaconf import DictConfig, OmegaConf
-    from omegaconf.errors import OmegaConfBaseException
-
-    if not isinstance(algorithm, DictConfig):
-        return None
-    try:
-        trainer = OmegaConf.select(algorithm, "..trainer", default=None)
-    except OmegaConfBaseException:  # the node has no parent
-        return None
-    return trainer if isinstance(trainer, DictConfig) else None
+__all__ = ["resolve_resume_dir", "check_step_folder"]
 
 
 def resolve_resume_dir(trainer_config) -> str | None:
@@ -72,5 +56,3 @@ def check_step_folder(folder: str, given: str) -> str:
     if not os.path.isdir(folder):
         raise ConfigError(f"trainer.resume_from_path={given!r}: no such checkpoint folder ({folder} does not exist).")
     return folder
-
-

@@ -18,7 +18,7 @@ sampler none of the ``filter_groups`` arguments). Counting them would mean re-im
 from __future__ import annotations
 
 from verl_hadw.core.errors import ConfigError
-from verl_hadw.verl_adapter.run_options import RunOptions
+from verl_hadw.verl_adapter.config.run_options import RunOptions
 
 __all__ = ["check_filter_groups", "drops_groups"]
 

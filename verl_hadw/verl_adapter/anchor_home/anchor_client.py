@@ -28,8 +28,8 @@ from verl_hadw import verl_support
 from verl_hadw.core.anchor.machine import AnchorState, AnchorView
 from verl_hadw.core.errors import ConfigError, MissingAnchorStateError, frozen_anchor_message
 from verl_hadw.core.options import AnchorConfig, HadwConfig
-from verl_hadw.verl_adapter.anchor_persistence import Persistence
-from verl_hadw.verl_adapter.anchor_stores import make_store
+from verl_hadw.verl_adapter.anchor_home.anchor_persistence import Persistence
+from verl_hadw.verl_adapter.anchor_home.anchor_stores import make_store
 from verl_hadw.verl_adapter.process_state import PROCESS
 from verl_hadw.verl_adapter.verl_terms import ALLOW_MISSING_STATE, CALLBACK_OVERRIDE, VERL
 
@@ -37,7 +37,6 @@ __all__ = [
     "AnchorClient",
     "open_client",
     "get_client",
-    "observe",
     "state_dict",
     "forget",
     "MissingAnchorStateError",
@@ -222,11 +221,6 @@ def get_client(
 
 
 _NO_RUN = object()  # a trainer call without a run token (unit use): the run is then told by its steps alone
-
-
-def observe(cfg: HadwConfig, correct: float, count: int, trainer_step: int | None = None) -> AnchorView:
-    """Record one estimator call (Σ accuracy, number of valid responses) and return the step's anchor view."""
-    return get_client(cfg, trainer_step=trainer_step).observe(correct, count, trainer_step)
 
 
 def state_dict(cfg: HadwConfig) -> dict:

@@ -5,7 +5,8 @@ verl ignores keys it does not know, so a misspelt section (``+algorithm.hadww.la
 (``+hadw.lambda_scale``) would silently leave the run on the defaults: each is a ``ConfigError`` with "did you mean".
 Options of an estimator that is not selected (``algorithm.hadw.*`` under ``adv_estimator=dgpo``) are legal but have
 no effect: a warning names them. Run before training by the checkpoint callback, and by the estimators once per
-configuration (``options_for_call``: the one parse of a call, cached with its checks), never on every step.
+configuration (``call_config.read_call``: the one read of a call, whose parse and checks are cached), never on every
+step. Each check takes what was read: the plain ``algorithm`` section and verl's ``trainer`` node.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
-import json
 import logging
 import re
 import warnings
@@ -22,16 +22,13 @@ from typing import Any, Mapping
 from verl_hadw.core.errors import ConfigError, UnusedOptionsWarning
 from verl_hadw.core.options import SECTIONS, declarations
 from verl_hadw.verl_adapter.process_state import PROCESS
-from verl_hadw.verl_adapter.resume_dir import trainer_of
-from verl_hadw.verl_adapter.run_options import RunOptions, algorithm_node, parse_run, plain_algorithm
 from verl_hadw.verl_adapter.verl_terms import CALLBACK_CLASS, CALLBACK_OVERRIDE
 
 __all__ = [
     "check_sections", "unused_options", "warn_unused_options", "check_algorithm", "UnusedOptionsWarning",
-    "unsaved_anchor", "warn_unsaved_anchor", "ignored_callback", "warn_ignored_callback", "options_for_call",
+    "unsaved_anchor", "warn_unsaved_anchor", "ignored_callback", "warn_ignored_callback", "is_our_callback",
+    "section_of", "set_keys",
 ]
-
-MAX_CONFIGS = 16  # configurations remembered per process (a sweep in one notebook)
 
 
 @functools.lru_cache(maxsize=1)
@@ -71,12 +68,23 @@ def _looks_like(node: Any) -> bool:
     return any(difflib.get_close_matches(str(k), list(_option_names()), n=1, cutoff=0.8) for k in node)
 
 
-def check_sections(algorithm: Any, root: Any = None) -> None:
+def section_of(algorithm: Mapping, name: str) -> Mapping:
+    """``algorithm.<name>`` of verl's ``algorithm`` section (a plain dict or a node; {} when absent)."""
+    node = algorithm.get(name) if hasattr(algorithm, "get") else None
+    if node is None:
+        return {}
+    if isinstance(node, Mapping):
+        return node
+    raise ConfigError(f"algorithm.{name} must be a mapping, got {type(node).__name__}: {node!r}")
+
+
+def check_sections(algorithm: Mapping, root: Mapping | None = None) -> None:
     """Raise ``ConfigError`` for a near-miss section name or a misplaced option (see the module docstring).
 
-    ``algorithm``: verl's ``algorithm`` node; ``root``: the full config, to look at its top-level keys too.
+    ``algorithm``: verl's ``algorithm`` section (as read: a plain dict, or a node); ``root``: the full config, to look
+    at its top-level keys too.
     """
-    node = plain_algorithm(algorithm)
+    node = algorithm if algorithm is not None else {}
     verl_keys = _verl_algorithm_keys()
     options = _option_names()
     for key, value in node.items():
@@ -94,7 +102,7 @@ def check_sections(algorithm: Any, root: Any = None) -> None:
                 f"Unknown key 'algorithm.{key}': did you mean 'algorithm.{options[hit[0]]}.{hit[0]}'? Options of "
                 "the estimators live in their sections (+algorithm.hadw.<key>, +algorithm.dgpo.<key>)."
             )
-    top = plain_algorithm(root) if root is not None else {}
+    top = root if root is not None else {}
     for key in top:
         section = _near_section(key) if _squash(key) != "algorithm" else None
         if section is not None and (_squash(key) == section or _looks_like(top[key])):
@@ -125,7 +133,7 @@ def unused_options(algorithm: Any) -> list[str]:
     every run, baselines included, so it is never reported.
     """
     estimator = algorithm.get("adv_estimator", "gae") if hasattr(algorithm, "get") else None
-    hadw, dgpo = algorithm_node(algorithm, "hadw"), algorithm_node(algorithm, "dgpo")
+    hadw, dgpo = section_of(algorithm, "hadw"), section_of(algorithm, "dgpo")
     unused = []
     if estimator != "hadw":
         shared = {"algorithm.hadw.state_key"}  # names the anchor: every shipped base config sets it
@@ -167,13 +175,6 @@ def check_algorithm(algorithm: Any, root: Any = None) -> list[str]:
 _CALLBACKS = {CALLBACK_CLASS, "verl_hadw.verl_adapter.checkpoint_callback.HadwCheckpointCallback"}
 
 
-def _trainer_of(algorithm: Any, root: Any = None) -> Any:
-    """verl's ``trainer`` node: ``root.trainer``, or found from the ``algorithm`` node's parent (None: unknown)."""
-    if root is not None:
-        return root.get("trainer") if hasattr(root, "get") else None
-    return trainer_of(algorithm)
-
-
 def is_our_callback(name: Any) -> bool:
     """Whether ``name`` (``trainer.checkpoint_callback_class``) is the plugin's callback, or a subclass of it."""
     if name in _CALLBACKS:
@@ -189,13 +190,13 @@ def is_our_callback(name: Any) -> bool:
     return any(f"{c.__module__}.{c.__qualname__}" in _CALLBACKS for c in mro)
 
 
-def ignored_callback(algorithm: Any, root: Any = None, at_start: bool = False) -> str | None:
+def ignored_callback(algorithm: Any, trainer: Any, at_start: bool = False) -> str | None:
     """The notice for a config naming ``trainer.checkpoint_callback_class`` (every shipped YAML does) on a verl
-    without that hook (0.9.0), which ignores the key without a word. None when that is not so. ``at_start``: said by
-    the start-up check (``startup_check``), else at the first estimator call."""
+    without that hook (0.9.0), which ignores the key without a word. None when that is not so. ``trainer``: verl's
+    ``trainer`` node (None: unknown); ``at_start``: said by the start-up check (``startup_check``), else at the first
+    estimator call."""
     from verl_hadw import verl_support
 
-    trainer = _trainer_of(algorithm, root)
     if trainer is None or not hasattr(trainer, "get") or verl_support.has_checkpoint_callback():
         return None
     name = trainer.get("checkpoint_callback_class", None)
@@ -220,14 +221,14 @@ def ignored_callback(algorithm: Any, root: Any = None, at_start: bool = False) -
     )
 
 
-def unsaved_anchor(algorithm: Any, root: Any = None) -> str | None:
+def unsaved_anchor(algorithm: Any, trainer: Any) -> str | None:
     """The warning for an HA-DW run on verl's v1 trainer that saves checkpoints (``trainer.save_freq > 0``) without
     the checkpoint callback: its anchor is in no checkpoint, so a resume stops for it. None when that is not so
-    (the legacy trainer, and the v1 trainer of a verl without the hook, 0.9.0, save per-step snapshots)."""
+    (the legacy trainer, and the v1 trainer of a verl without the hook, 0.9.0, save per-step snapshots).
+    ``trainer``: verl's ``trainer`` node (None: unknown)."""
     from verl_hadw import verl_support
 
     estimator = algorithm.get("adv_estimator", "gae") if hasattr(algorithm, "get") else None
-    trainer = _trainer_of(algorithm, root)
     if estimator != "hadw" or trainer is None or not hasattr(trainer, "get"):
         return None
     save_freq = trainer.get("save_freq", -1)
@@ -237,7 +238,7 @@ def unsaved_anchor(algorithm: Any, root: Any = None) -> str | None:
         return None
     if is_our_callback(trainer.get("checkpoint_callback_class", None)):
         return None
-    hadw = algorithm_node(algorithm, "hadw")
+    hadw = section_of(algorithm, "hadw")
     client = PROCESS.anchors.get(hadw.get("state_key", "default") if hasattr(hadw, "get") else "default")
     if client is not None and client.persistence.saves_into_checkpoints:
         return None  # a HadwCheckpointCallback built in code (not named by the key) keeps this anchor
@@ -256,38 +257,11 @@ def _warn_once(message: str | None) -> str | None:
     return message
 
 
-def warn_unsaved_anchor(algorithm: Any, root: Any = None) -> str | None:
-    """``unsaved_anchor``, as one ``UserWarning`` per process (the estimator checks it at every call)."""
-    return _warn_once(unsaved_anchor(algorithm, root))
+def warn_unsaved_anchor(algorithm: Any, trainer: Any) -> str | None:
+    """``unsaved_anchor``, as one ``UserWarning`` per process."""
+    return _warn_once(unsaved_anchor(algorithm, trainer))
 
 
-def warn_ignored_callback(algorithm: Any, root: Any = None, at_start: bool = False) -> str | None:
+def warn_ignored_callback(algorithm: Any, trainer: Any, at_start: bool = False) -> str | None:
     """``ignored_callback``, as one ``UserWarning`` per process."""
-    return _warn_once(ignored_callback(algorithm, root, at_start))
-
-
-# ------------------------------------------------------------------------------- once per configuration
-def _fingerprint(algorithm: Any) -> str:
-    """What identifies a configuration: the ``algorithm`` node's values, and the ``trainer`` keys the checks read."""
-    trainer = _trainer_of(algorithm)
-    saving = None if trainer is None or not hasattr(trainer, "get") else [
-        trainer.get(k, None) for k in ("use_v1", "save_freq", "checkpoint_callback_class")]
-    return json.dumps([plain_algorithm(algorithm), saving], sort_keys=True, default=repr)
-
-
-def options_for_call(algorithm: Any) -> RunOptions:
-    """The options of an estimator call: parsed, and the start-up checks run (near misses raise, unused options
-    and an anchor nobody saves warn), once per configuration in this process; later calls get the same
-    ``RunOptions`` without parsing or checking again. ``algorithm``: the node verl passes the estimator."""
-    key = _fingerprint(algorithm)
-    checked = PROCESS.checked_configs
-    run = checked.get(key)
-    if run is None:
-        run = parse_run(algorithm)
-        check_algorithm(algorithm)  # also without the checkpoint callback: near misses, unused options
-        warn_unsaved_anchor(algorithm)  # v1 trainer saving checkpoints without the callback: said at once
-        warn_ignored_callback(algorithm)  # verl 0.9.0: the shipped YAMLs' checkpoint_callback_class is ignored
-        checked[key] = run
-        while len(checked) > MAX_CONFIGS:
-            checked.pop(next(iter(checked)))
-    return run
+    return _warn_once(ignored_callback(algorithm, trainer, at_start))

@@ -17,8 +17,8 @@ from verl_hadw.core.anchor.file_format import STATE_FILE, payload, read_state_fi
 from verl_hadw.core.anchor.resume import check_saved_options, continue_under, resumable
 from verl_hadw.core.errors import AnchorFileError, MissingAnchorStateError
 from verl_hadw.core.options import HadwConfig
-from verl_hadw.verl_adapter.anchor_persistence import Persistence
-from verl_hadw.verl_adapter.resume_dir import resolve_resume_dir
+from verl_hadw.verl_adapter.anchor_home.anchor_persistence import Persistence
+from verl_hadw.verl_adapter.anchor_home.resume_dir import resolve_resume_dir
 from verl_hadw.verl_adapter.verl_terms import ALLOW_MISSING_STATE, CALLBACK_OVERRIDE, VERL
 
 __all__ = ["CheckpointFiles"]

@@ -15,8 +15,7 @@ import functools
 from typing import Any
 
 from verl_hadw.core.errors import ConfigError
-from verl_hadw.verl_adapter.config_check import set_keys
-from verl_hadw.verl_adapter.run_options import algorithm_node
+from verl_hadw.verl_adapter.config.checks import section_of, set_keys
 
 __all__ = ["GDPO", "check_gdpo_slip", "guard_verl_gdpo"]
 
@@ -30,7 +29,7 @@ def check_gdpo_slip(algorithm: Any) -> None:
     """Raise ``ConfigError`` for ``adv_estimator=gdpo`` with any ``algorithm.dgpo.*`` option set."""
     if not hasattr(algorithm, "get") or algorithm.get("adv_estimator") != "gdpo":
         return
-    dgpo = set_keys(algorithm_node(algorithm, "dgpo"), "algorithm.dgpo")
+    dgpo = set_keys(section_of(algorithm, "dgpo"), "algorithm.dgpo")
     if not dgpo:
         return
     raise ConfigError(

@@ -10,9 +10,8 @@ the v1 callback's file). A resumed process first reaches the estimator at step S
 built: ``load`` then restores the snapshot of the ``global_step_N`` folder verl resumed from, found the way verl
 finds it (verl 0.9.0's and 0.9.1's ``_load_checkpoint`` resolve it alike, in both trainers).
 
-The trainer keys come from the ``algorithm`` node's root (``OmegaConf.select(config, "..trainer")``): verl
-passes ``config=self.config.algorithm``, a child of the full resolved config. ``from_config`` reads them once,
-when the estimator builds the client.
+The trainer keys come from the ``trainer`` node the config room read beside the ``algorithm`` node verl passes
+(``config.call_config.CallConfig``); ``from_call`` reads them when the estimator builds the client.
 """
 
 from __future__ import annotations
@@ -31,12 +30,12 @@ from verl_hadw.core.anchor.file_format import STATE_FILE, payload, read_state_fi
 from verl_hadw.core.anchor.resume import check_saved_options, continue_under, resumable
 from verl_hadw.core.errors import AnchorFileError, MissingAnchorStateError
 from verl_hadw.core.options import HadwConfig
-from verl_hadw.verl_adapter.anchor_persistence import Persistence
-from verl_hadw.verl_adapter.resume_dir import resolve_resume_dir, trainer_of
-from verl_hadw.verl_adapter.run_options import RunOptions, parse_run
+from verl_hadw.verl_adapter.anchor_home.anchor_persistence import Persistence
+from verl_hadw.verl_adapter.anchor_home.resume_dir import resolve_resume_dir
+from verl_hadw.verl_adapter.config.call_config import CallConfig
 from verl_hadw.verl_adapter.verl_terms import ALLOW_MISSING_STATE, RESUME_ELSEWHERE, VERL
 
-__all__ = ["LegacySnapshots", "from_config", "snapshot_trainer", "SNAPSHOT_DIR"]
+__all__ = ["LegacySnapshots", "from_call", "from_trainer", "snapshot_trainer", "SNAPSHOT_DIR"]
 
 logger = logging.getLogger(__name__)
 
@@ -195,12 +194,10 @@ def snapshot_trainer(trainer) -> str | None:
     return None
 
 
-def from_config(algorithm, run: RunOptions | None = None) -> LegacySnapshots | None:
-    """The snapshot back-end of the run's trainer, or None: the v1 trainer of a verl with the checkpoint hook
-    (verl >= 0.9.1: the callback's files), or ``algorithm`` is not part of a full verl config (a plain dict or a
-    detached node, as in unit use), or it names no ``default_local_dir``. ``run``: the options the estimator parsed
-    from ``algorithm`` (parsed here when not given)."""
-    trainer = trainer_of(algorithm)
+def from_trainer(trainer, options: dict) -> LegacySnapshots | None:
+    """The snapshot back-end of the trainer whose ``trainer`` node this is, recording ``options`` (the run's flat
+    options, ``RunOptions.flat``), or None: no trainer node (a plain dict or a detached node, as in unit use), the v1
+    trainer of a verl with the checkpoint hook (verl >= 0.9.1: the callback's files), or no ``default_local_dir``."""
     if trainer is None:
         return None
     who = snapshot_trainer(trainer)
@@ -214,6 +211,11 @@ def from_config(algorithm, run: RunOptions | None = None) -> LegacySnapshots | N
         resume_mode=str(trainer.get("resume_mode", "auto")),
         resume_from_path=trainer.get("resume_from_path"),
         save_freq=int(trainer.get("save_freq", -1)),
-        options=(run if run is not None else parse_run(algorithm)).flat(),
+        options=options,
         trainer=who,
     )
+
+
+def from_call(call: CallConfig) -> LegacySnapshots | None:
+    """``from_trainer`` of an estimator call's read (its trainer node and options)."""
+    return from_trainer(call.trainer, call.run.flat())
