@@ -84,7 +84,7 @@ def main(version: str, workdir: Path, lean: bool = False) -> int:
     assert added == ["verl-hadw"], added
     assert not FORBIDDEN & set(after), sorted(FORBIDDEN & set(after))
 
-    sh(python, "-c", "import sys, verl_hadw.swift_adapter.swift_grpo_trainer; loaded = set(sys.modules); "
+    sh(python, "-c", "import sys, verl_hadw.swift_adapter.grpo_trainer; loaded = set(sys.modules); "
                      "assert not {'verl', 'ray', 'verl_hadw.trl', 'verl_hadw.verl_adapter'} & loaded, loaded")
 
     start = time.monotonic()

@@ -119,10 +119,11 @@ def test_the_legacy_snapshot_reader_refuses_them_too(tmp_path, kind):
 def test_trl_refuses_them_in_its_anchor_file_and_its_trainer_state(tmp_path, kind, which):
     from trl_helpers import config as trl_config
 
-    from verl_hadw.trl.trainer_anchor import TrainerAnchor
+    from verl_hadw.hf_trainer.checkpoint_anchor import TrainerAnchor
+    from verl_hadw.trl.terms import TRL
 
     args = trl_config(tmp_path)
-    anchor = TrainerAnchor(args.hadw_options(), args.recorded_options())
+    anchor = TrainerAnchor(args.hadw_options(), args.recorded_options(), TRL)
     anchor.observe(1, 3.0, 8)
     folder = tmp_path / "checkpoint-1"
     folder.mkdir()
@@ -131,7 +132,7 @@ def test_trl_refuses_them_in_its_anchor_file_and_its_trainer_state(tmp_path, kin
     path = folder / (STATE_FILE if which == "anchor file" else "trainer_state.json")
     problem = replace_with(path, kind)
     with pytest.raises(AnchorFileError) as info:
-        TrainerAnchor(args.hadw_options(), args.recorded_options()).start(str(folder))
+        TrainerAnchor(args.hadw_options(), args.recorded_options(), TRL).start(str(folder))
     assert str(path) in str(info.value) and problem in str(info.value)
 
 

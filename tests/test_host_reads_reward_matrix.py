@@ -13,7 +13,7 @@ from verl_hadw.core.metric_values import MetricBuffer
 from verl_hadw.core.options import DgpoConfig, HadwConfig
 from verl_hadw.core.reward_matrix import RewardColumns, generation_advantages
 from verl_hadw.hf_trainer.checkpoint_anchor import TrainerAnchor
-from verl_hadw.trl.trl_terms import TRL
+from verl_hadw.trl.terms import TRL
 
 OWN = 2  # the weights' check (a CPU tensor) and the matrix's checks, read together
 

@@ -18,7 +18,8 @@ from verl_hadw.callback import HadwCheckpointCallback
 from verl_hadw.core.anchor.compatibility import ACCURACY_INDEX, REWARD_WEIGHTS
 from verl_hadw.core.anchor.file_format import STATE_FILE
 from verl_hadw.core.errors import AnchorFileError, ResumeConflictError
-from verl_hadw.trl.trainer_anchor import OptionsRecord, TrainerAnchor
+from verl_hadw.hf_trainer.checkpoint_anchor import OptionsRecord, TrainerAnchor
+from verl_hadw.trl.terms import TRL
 from verl_hadw.verl_adapter import process_state
 
 
@@ -72,7 +73,7 @@ def test_a_checkpoint_of_another_state_key_is_said(tmp_path):
 def test_a_refused_estimator_switch_names_the_way_back(tmp_path):
     save(tmp_path, 2, anchor(tmp_path))
     dgpo = config(tmp_path, adv_estimator="dgpo")
-    folder = save(tmp_path, 4, OptionsRecord(dgpo.hadw_state_key, dgpo.recorded_options([1.0, 1.0])))
+    folder = save(tmp_path, 4, OptionsRecord(dgpo.hadw_state_key, dgpo.recorded_options([1.0, 1.0]), TRL))
     before = (folder / STATE_FILE).read_bytes()
     later = anchor(tmp_path)
     with pytest.raises(ResumeConflictError, match=rf"adv_estimator: 'dgpo' -> 'hadw'.*Ways out: resume from "

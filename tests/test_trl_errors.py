@@ -29,10 +29,11 @@ from verl_hadw.core.anchor.compatibility import (
 )
 from verl_hadw.core.anchor.file_format import STATE_FILE
 from verl_hadw.core.errors import AnchorFileError, ConfigError, MissingAnchorStateError, ResumeConflictError
+from verl_hadw.hf_trainer.checkpoint_anchor import TrainerAnchor
 from verl_hadw.trl import HadwGRPOConfig, HadwGRPOTrainer
 from verl_hadw.trl.grpo_config import declared_fields, fields_table
-from verl_hadw.trl.loss_types import LOSS_TYPES, check_loss_type, loss_type_table
-from verl_hadw.trl.trainer_anchor import TrainerAnchor
+from verl_hadw.trl.refusals import LOSS_TYPES
+from verl_hadw.trl.terms import TRL
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -78,9 +79,9 @@ def test_out_of_range_names_the_trl_field(field, value, match):
     refused(match, **({"adv_estimator": "dgpo"} if field.startswith("dgpo") else {}), **{field: value})
 
 
-@pytest.mark.parametrize("loss_type", sorted(LOSS_TYPES))
+@pytest.mark.parametrize("loss_type", sorted(LOSS_TYPES.table))
 def test_loss_type_is_exact_or_refused_under_dgpo(loss_type):
-    if LOSS_TYPES[loss_type][0]:
+    if LOSS_TYPES.table[loss_type][0]:
         assert config("/tmp/unused", adv_estimator="dgpo", loss_type=loss_type).uses_valid_token_norm()
     else:
         refused(f"loss_type='{loss_type}'.*dgpo_valid_token_norm=False", adv_estimator="dgpo", loss_type=loss_type)
@@ -96,7 +97,7 @@ def test_valid_token_averaging_needs_one_generation_per_optimizer_step():
             gradient_accumulation_steps=2)
     config("/tmp/unused", adv_estimator="dgpo", gradient_accumulation_steps=2)  # steps_per_generation follows
     with pytest.raises(ConfigError, match="loss_type='dapo_v2' is not one verl-hadw has checked"):
-        check_loss_type("dapo_v2", 1, 1)
+        LOSS_TYPES.check("dapo_v2", 1, 1)
 
 
 def test_trl_settings_that_change_the_method_are_refused():
@@ -206,7 +207,7 @@ def test_non_binary_accuracy_without_threshold_names_the_field(tmp_path, estimat
 def saved_checkpoint(root: Path, step: int = 2, **overrides) -> Path:
     """A ``checkpoint-<step>`` folder holding an anchor file written by a run with ``overrides``."""
     args = config(root, **overrides)
-    anchor = TrainerAnchor(args.hadw_options(), args.recorded_options([1.0]))
+    anchor = TrainerAnchor(args.hadw_options(), args.recorded_options([1.0]), TRL)
     anchor.observe(1, 3.0, 8)
     anchor.observe(step, 5.0, 8)
     folder = root / f"checkpoint-{step}"
@@ -218,7 +219,7 @@ def saved_checkpoint(root: Path, step: int = 2, **overrides) -> Path:
 
 def anchor_of(root: Path, **overrides) -> TrainerAnchor:
     args = config(root, **overrides)
-    return TrainerAnchor(args.hadw_options(), args.recorded_options([1.0]))
+    return TrainerAnchor(args.hadw_options(), args.recorded_options([1.0]), TRL)
 
 
 def test_resume_with_a_changed_meaning_refuses_naming_the_field(tmp_path):
@@ -284,8 +285,8 @@ def test_only_verl_hadw_trl_imports_trl():
 
 def test_the_docs_show_the_loss_type_table_and_every_field():
     page = (ROOT / "docs" / "trl.md").read_text(encoding="utf-8")
-    regenerate = "paste verl_hadw.trl.grpo_config.fields_table() / loss_types.loss_type_table() into docs/trl.md"
-    assert loss_type_table() in page and fields_table() in page, regenerate  # generated from the declarations
+    regenerate = "paste grpo_config.fields_table() / refusals.LOSS_TYPES.table_markdown() into docs/trl.md"
+    assert LOSS_TYPES.table_markdown() in page and fields_table() in page, regenerate  # generated from the declarations
     for name in ("adv_estimator", "accuracy_reward_index"):
         assert f"`{name}`" in page, name
 

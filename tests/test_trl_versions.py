@@ -13,7 +13,8 @@ from trl_helpers import accuracy, config, toy_dataset
 
 import verl_hadw
 from verl_hadw.core.errors import ConfigError
-from verl_hadw.trl import HadwGRPOTrainer, trl_version
+from verl_hadw.trl import HadwGRPOTrainer
+from verl_hadw.trl import version as trl_version
 
 
 def fake_trl(monkeypatch, installed: str) -> None:

@@ -6,7 +6,7 @@ nothing it returns."""
 import json
 import os
 
-from verl_hadw.swift_adapter.swift_grpo_trainer import HadwSwiftGRPOTrainer
+from verl_hadw.swift_adapter.grpo_trainer import HadwSwiftGRPOTrainer
 
 if not getattr(HadwSwiftGRPOTrainer, "_recorded", False):
     _compute = HadwSwiftGRPOTrainer._compute_advantages

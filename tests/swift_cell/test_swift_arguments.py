@@ -11,10 +11,11 @@ from swift_runs import toy_arguments
 
 from verl_hadw.core.errors import ConfigError
 from verl_hadw.core.option_fields import declared_fields
-from verl_hadw.swift_adapter import swift_version
-from verl_hadw.swift_adapter.pipeline import parse
-from verl_hadw.swift_adapter.settings import REFUSALS, check_trainer, loss_type_table, refusals_table
-from verl_hadw.swift_adapter.swift_flags import help_text
+from verl_hadw.hf_trainer.adapter_fields import check_accuracy_index
+from verl_hadw.swift_adapter import version as swift_version
+from verl_hadw.swift_adapter.grpo_config import help_text
+from verl_hadw.swift_adapter.refusals import LOSS_TYPES, REFUSALS, check_trainer, refusals_table
+from verl_hadw.swift_adapter.rlhf import parse
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "swift.md"
 
@@ -98,16 +99,17 @@ def test_what_swift_decides_when_it_builds_the_trainer_is_checked_there(assets, 
     _, ours = parse(argv(assets, tmp_path, "--accuracy_reward_index", "1"))
     with pytest.raises(ConfigError, match="sample count varies per prompt"):
         check_trainer(SimpleNamespace(dynamic_num_samples=True, reward_func_names=["acc"]), ours)
+    check_trainer(SimpleNamespace(dynamic_num_samples=False, reward_func_names=["acc"]), ours)
     with pytest.raises(ConfigError, match=r"--accuracy_reward_index 1 is out of range: .*0: acc"):
-        check_trainer(SimpleNamespace(dynamic_num_samples=False, reward_func_names=["acc"]), ours)
+        check_accuracy_index(ours.accuracy_reward_index, ["acc"], ours.terms)  # hf_trainer's, once swift built them
 
 
 def test_a_swift_outside_the_range_is_refused_naming_it(monkeypatch):
-    monkeypatch.setattr(swift_version, "version", lambda name: "3.12.0")
+    monkeypatch.setattr(swift_version, "installed_swift", lambda: "3.12.0")
     with pytest.raises(ConfigError, match=r"supports ms-swift>=4\.3\.0,<4\.7; the installed ms-swift is 3\.12\.0"):
         swift_version.check_swift_version()
 
 
 def test_the_docs_show_the_tables():
     text = DOCS.read_text()
-    assert refusals_table() in text and loss_type_table() in text
+    assert refusals_table() in text and LOSS_TYPES.table_markdown() in text

@@ -15,6 +15,6 @@ require("swift", "verl_hadw.swift_adapter", "swift")
 
 # ruff: noqa: E402  (the check above comes first: without ms-swift, these would fail with swift's own ImportError)
 
-from verl_hadw.swift_adapter.pipeline import rlhf_main
+from verl_hadw.swift_adapter.rlhf import rlhf_main
 
 __all__ = ["rlhf_main"]

@@ -15,7 +15,7 @@ ROUTE = "verl_hadw.swift_adapter.rlhf_route"
 def main() -> None:
     from swift.cli.main import ROUTE_MAPPING, cli_main
 
-    from verl_hadw.swift_adapter.swift_version import check_swift_version
+    from verl_hadw.swift_adapter.version import check_swift_version
 
     check_swift_version()
     cli_main({**ROUTE_MAPPING, "rlhf": ROUTE})

@@ -12,7 +12,7 @@ if __name__ == "__main__":
 
     try_use_single_device_mode()
     from verl_hadw.core.errors import ConfigError
-    from verl_hadw.swift_adapter.pipeline import rlhf_main
+    from verl_hadw.swift_adapter.rlhf import rlhf_main
 
     try:
         rlhf_main()

@@ -17,40 +17,26 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from dataclasses import dataclass, field
-from typing import Optional
+from dataclasses import dataclass
 
 from trl import GRPOConfig
 
 from verl_hadw.core.errors import ConfigError
-from verl_hadw.core.option_fields import (
-    ADAPTER_FIELDS,
-    ESTIMATORS,
-    OptionFields,
-    add_declared_fields,
-    closest_field,
-    declared_fields,
-)
-from verl_hadw.trl.loss_types import LOSS_TYPES, check_loss_type
-from verl_hadw.trl.trl_terms import TRL, trl_key
-from verl_hadw.trl.trl_version import check_trl_version, check_truncation
+from verl_hadw.core.option_fields import ADAPTER_FIELDS, ESTIMATORS, OptionFields, closest_field, declared_fields
+from verl_hadw.hf_trainer.adapter_fields import add_adapter_fields
+from verl_hadw.trl.refusals import check_settings
+from verl_hadw.trl.terms import TRL, trl_key
+from verl_hadw.trl.version import check_trl_version
 
 __all__ = ["HadwGRPOConfig", "declared_fields", "trl_key", "fields_table", "ESTIMATORS"]
 
 
 @dataclass
-@add_declared_fields
+@add_adapter_fields
 class HadwGRPOConfig(OptionFields, GRPOConfig):
     """``GRPOConfig`` with HA-DW / DGPO advantages: ``adv_estimator``, ``accuracy_reward_index`` and one
     ``hadw_*`` / ``dgpo_*`` field per option of verl-hadw (docs/trl.md lists them). Invalid values, and TRL settings
     under which the method would not be the one named, raise ``ConfigError`` at construction."""
-
-    adv_estimator: str = field(default="hadw", metadata={
-        "help": "hadw (HA-DW; hadw_base=dgpo: HA-DW over DGPO) | dgpo. verl: algorithm.adv_estimator.",
-        "choices": list(ESTIMATORS)})
-    accuracy_reward_index: Optional[int] = field(default=None, metadata={
-        "help": "which of reward_funcs is the accuracy (HA-DW's y_t and p̂, DGPO's question weights); None: the "
-                "combined reward, binary or thresholded by *_success_threshold as in verl."})
 
     terms = TRL  # the core's messages name TRL's fields
 
@@ -59,22 +45,11 @@ class HadwGRPOConfig(OptionFields, GRPOConfig):
         self.check_hadw()
 
     def check_hadw(self) -> None:
-        """Every check of HA-DW's and DGPO's fields and of the TRL settings they constrain. ``__post_init__`` runs
-        it, and ``HadwGRPOTrainer`` again on the config it is handed (scripts set fields after building one)."""
+        """Every check of HA-DW's and DGPO's fields and of the TRL settings they constrain (``refusals``).
+        ``__post_init__`` runs it, and ``HadwGRPOTrainer`` again on the config it is handed (scripts set fields after
+        building one)."""
         self.check_adapter_fields()  # adv_estimator, accuracy_reward_index, every declared field (the core's parser)
-        if self.multi_objective_aggregation != "sum_then_normalize":
-            raise ConfigError(
-                f"multi_objective_aggregation={self.multi_objective_aggregation!r} normalises each reward function "
-                f"on its own (GDPO); {self.adv_estimator} replaces TRL's advantage and reads the weighted sum of "
-                "the rewards: use multi_objective_aggregation='sum_then_normalize'."
-            )
-        self.norm_by_std()  # scale_rewards: "group" or "none"
-        if self.loss_type not in LOSS_TYPES:  # TRL would fail inside its loss, after the first generation
-            raise ConfigError(f"loss_type={self.loss_type!r} is not one of TRL's loss types: "
-                              f"{', '.join(LOSS_TYPES)}.")
-        if self.uses_valid_token_norm():
-            check_loss_type(self.loss_type, self.steps_per_generation, self.gradient_accumulation_steps)
-            check_truncation(self.mask_truncated_completions)
+        check_settings(self)
 
 
 def _suggest_fields(init):

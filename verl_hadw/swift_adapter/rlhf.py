@@ -2,7 +2,7 @@
 
 One pass over the command line before anything loads: our flags are split out and checked (``arguments``), swift's
 are parsed by swift's own parser, a flag neither takes is refused with "did you mean", and swift's settings are
-honoured or refused (``settings``). Then swift's ``SwiftRLHF`` pipeline runs unchanged, its trainer factory
+honoured or refused (``refusals``). Then swift's ``SwiftRLHF`` pipeline runs unchanged, its trainer factory
 pointed at ``HadwSwiftGRPOTrainer`` for the length of the run.
 """
 
@@ -12,9 +12,9 @@ import dataclasses
 import sys
 from unittest import mock
 
-from verl_hadw.swift_adapter.settings import check_settings
-from verl_hadw.swift_adapter.swift_flags import HadwSwiftArguments, help_text, refuse_unknown, split_arguments
-from verl_hadw.swift_adapter.swift_version import check_swift_version
+from verl_hadw.swift_adapter.grpo_config import HadwSwiftArguments, help_text, refuse_unknown, split_arguments
+from verl_hadw.swift_adapter.refusals import check_settings
+from verl_hadw.swift_adapter.version import check_swift_version
 
 __all__ = ["rlhf_main", "parse"]
 
@@ -52,7 +52,7 @@ def _pipeline(args, ours: HadwSwiftArguments):
     from swift.pipelines.train.rlhf import SwiftRLHF
     from swift.trainers import TrainerFactory
 
-    from verl_hadw.swift_adapter.swift_grpo_trainer import TRAINER_PATH
+    from verl_hadw.swift_adapter.grpo_trainer import TRAINER_PATH
 
     class HadwSwiftRLHF(SwiftRLHF):
         """Swift's RLHF pipeline: its trainer is ``HadwSwiftGRPOTrainer``, handed the run's HA-DW / DGPO options."""

@@ -5,37 +5,31 @@
 defaults and docs as TRL's ``HadwGRPOConfig``. ``split_arguments`` parses ours out of a command line with
 ``HfArgumentParser`` (no abbreviations: ``--hadw_lambda`` is a typo, not ``--hadw_lambda_scale``) and hands the rest
 to swift's parser. A flag neither takes is refused with "did you mean", naming ours or swift's. Values are checked
-by the core's parser, whose messages name the flag (``swift_terms.SWIFT``). Swift's ``--scale_rewards`` stands for
+by the core's parser, whose messages name the flag (``terms.SWIFT``). Swift's ``--scale_rewards`` stands for
 verl's ``algorithm.norm_adv_by_std_in_grpo`` and is read from swift's arguments.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
-from typing import Iterable, Optional
+from dataclasses import dataclass
+from typing import Iterable
 
 from transformers import HfArgumentParser
 
 from verl_hadw.core.errors import ConfigError
-from verl_hadw.core.option_fields import ESTIMATORS, OptionFields, add_declared_fields, closest_field
-from verl_hadw.swift_adapter.swift_terms import SWIFT
+from verl_hadw.core.option_fields import OptionFields, closest_field
+from verl_hadw.hf_trainer.adapter_fields import add_adapter_fields
+from verl_hadw.swift_adapter.terms import SWIFT
 
 __all__ = ["HadwSwiftArguments", "split_arguments", "refuse_unknown", "help_text"]
 
 
 @dataclass
-@add_declared_fields
+@add_adapter_fields
 class HadwSwiftArguments(OptionFields):
     """The HA-DW / DGPO options of one swift run (``--adv_estimator``, ``--accuracy_reward_index``, ``--hadw_*``,
     ``--dgpo_*``)."""
-
-    adv_estimator: str = field(default="hadw", metadata={
-        "help": "hadw (HA-DW; --hadw_base dgpo: HA-DW over DGPO) | dgpo. verl: algorithm.adv_estimator.",
-        "choices": list(ESTIMATORS)})
-    accuracy_reward_index: Optional[int] = field(default=None, metadata={
-        "help": "which of --reward_funcs is the accuracy (HA-DW's y_t and p̂, DGPO's question weights); unset: the "
-                "combined reward, binary or thresholded by *_success_threshold as in verl."})
 
     terms = SWIFT  # the core's messages name swift's flags
     scale_rewards = "group"  # swift's --scale_rewards, set from swift's arguments (not a flag of ours)

@@ -4,7 +4,7 @@
 trainer, for what swift decides only there (a multi-turn run whose sample count varies per prompt). ``REFUSALS``
 is the table docs/swift.md shows (kept equal by a test). DGPO's valid-token averaging (Eq. 3) is folded into the
 advantages as T_all / T_valid; it is exact where swift's loss divides an optimizer step's token sum by the loss
-tokens of the whole generation batch, gathered over processes (``LOSS_TYPES``).
+tokens of the whole generation batch, gathered over processes (``LOSS_TYPES``, checked by ``hf_trainer.loss_types``).
 """
 
 from __future__ import annotations
@@ -12,23 +12,20 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from verl_hadw.core.errors import ConfigError
-from verl_hadw.swift_adapter.swift_flags import HadwSwiftArguments
+from verl_hadw.hf_trainer.loss_types import GLOBAL_TOKENS, SEQUENCE_MEANS, LossTypes, Spelling
+from verl_hadw.swift_adapter.grpo_config import HadwSwiftArguments
 
-__all__ = ["REFUSALS", "LOSS_TYPES", "check_settings", "check_loss_type", "check_trainer", "refusals_table",
-           "loss_type_table"]
+__all__ = ["REFUSALS", "LOSS_TYPES", "check_settings", "check_trainer", "refusals_table"]
 
-_OFF = "or set --dgpo_valid_token_norm false (DGPO without Eq. 3's valid-token averaging)"
-_GLOBAL = ("divides by the loss tokens of the whole generation batch, gathered over processes "
-           "(`num_items_in_batch`): T_all / T_valid makes it Eq. 3's valid-token mean")
 # loss_type -> (exact, why), for swift 4.3-4.6's GRPOTrainer loss
-LOSS_TYPES: dict[str, tuple[bool, str]] = {
-    "dapo": (True, _GLOBAL),
-    "cispo": (True, _GLOBAL),
-    "grpo": (False, "averages each completion over its own length first: a mean of sequence means, not a token mean"),
+LOSS_TYPES = LossTypes({
+    "dapo": (True, GLOBAL_TOKENS),
+    "cispo": (True, GLOBAL_TOKENS),
+    "grpo": (False, SEQUENCE_MEANS),
     "sapo": (False, "averages each completion over its own length first, like grpo"),
     "bnpo": (False, "divides by each process's micro-batch tokens, not by the generation batch's"),
     "dr_grpo": (False, "divides by a constant (batch size × max_completion_length), not by tokens"),
-}
+}, Spelling(flags=True))
 
 # (swift setting as a user writes it, is it set?, why it is refused); a == value reads RLHFArguments after parsing
 _Check = Callable[[Any], bool]
@@ -66,23 +63,6 @@ def _loss_type(args) -> str:
     return loss_type[0] if isinstance(loss_type, (list, tuple)) and len(loss_type) == 1 else loss_type
 
 
-def check_loss_type(loss_type: str, steps_per_generation: int | None, gradient_accumulation_steps: int) -> None:
-    """Raise ``ConfigError`` unless DGPO's valid-token averaging is exact under these swift settings."""
-    if loss_type not in LOSS_TYPES:
-        raise ConfigError(f"--loss_type {loss_type} is not one verl-hadw has checked against DGPO's valid-token "
-                          f"averaging (checked: {', '.join(LOSS_TYPES)}): use --loss_type dapo, {_OFF}.")
-    exact, why = LOSS_TYPES[loss_type]
-    if not exact:
-        raise ConfigError(f"--loss_type {loss_type} {why.replace('`', '')}, so DGPO's valid-token averaging (Eq. 3, "
-                          f"--dgpo_valid_token_norm true) would not be exact. Use --loss_type dapo (or cispo), {_OFF}.")
-    if steps_per_generation is not None and steps_per_generation != gradient_accumulation_steps:
-        raise ConfigError(
-            f"--steps_per_generation {steps_per_generation} with --gradient_accumulation_steps "
-            f"{gradient_accumulation_steps}: an optimizer step then sees a share of a generation batch's tokens (or "
-            f"several batches'), so DGPO's valid-token averaging would hold only on average. Leave "
-            f"--steps_per_generation unset (it defaults to --gradient_accumulation_steps), {_OFF}.")
-
-
 def check_settings(args, ours: HadwSwiftArguments) -> None:
     """Every swift setting in ``REFUSALS``, and the loss type where DGPO's valid-token averaging runs: refused in
     one line naming the setting, before a model is loaded."""
@@ -90,35 +70,22 @@ def check_settings(args, ours: HadwSwiftArguments) -> None:
         if is_set(args):
             raise ConfigError(f"{setting} is not supported with --adv_estimator {ours.adv_estimator}: {why}.")
     if ours.uses_valid_token_norm():
-        check_loss_type(_loss_type(args), getattr(args, "steps_per_generation", None),
-                        args.gradient_accumulation_steps)
+        LOSS_TYPES.check(_loss_type(args), getattr(args, "steps_per_generation", None),
+                         args.gradient_accumulation_steps)
 
 
 def check_trainer(trainer, ours: HadwSwiftArguments) -> None:
-    """What swift decides when it builds the trainer: the reward functions, a varying sample count."""
+    """What swift decides when it builds the trainer: a varying sample count (the reward functions are checked by
+    ``hf_trainer.trainer_hooks``)."""
     if getattr(trainer, "dynamic_num_samples", False):
         raise ConfigError(
             "this multi-turn run's sample count varies per prompt (swift's dynamic_num_samples): HA-DW's and DGPO's "
             "groups are consecutive runs of --num_generations completions. Use a multi-turn scheduler that returns "
             "one sample per completion, or swift rlhf.")
-    index, names = ours.accuracy_reward_index, trainer.reward_func_names
-    if index is not None and index >= len(names):
-        raise ConfigError(
-            f"--accuracy_reward_index {index} is out of range: there are {len(names)} reward function(s) "
-            f"({', '.join(f'{i}: {n}' for i, n in enumerate(names))}); valid: 0..{len(names) - 1}, or leave it unset.")
 
 
 def refusals_table() -> str:
     """docs/swift.md's table of refused settings (kept equal by a test)."""
     rows = ["| swift setting | why it is refused |", "|---|---|"]
     rows += [f"| `{setting}` | {why} |" for setting, _, why in REFUSALS]
-    return "\n".join(rows)
-
-
-def loss_type_table() -> str:
-    """docs/swift.md's table of loss types under DGPO's valid-token averaging (kept equal by a test)."""
-    rows = ["| `--loss_type` | valid-token averaging | why |", "|---|---|---|"]
-    for name, (exact, why) in LOSS_TYPES.items():
-        verdict = "exact (with `--steps_per_generation` = `--gradient_accumulation_steps`)" if exact else "**refused**"
-        rows.append(f"| `{name}` | {verdict} | {why} |")
     return "\n".join(rows)
