@@ -25,7 +25,7 @@ from verl_hadw.verl_adapter import process_state
 
 def anchor(root: Path, weights=(1.0, 1.0), **overrides) -> TrainerAnchor:
     args = config(root, **overrides)
-    return TrainerAnchor(args.hadw_options(), args.recorded_options(list(weights)))
+    return TrainerAnchor(args.hadw_options(), args.recorded_options(list(weights)), TRL)
 
 
 def save(root: Path, step: int, record) -> Path:

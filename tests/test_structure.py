@@ -149,12 +149,23 @@ def test_the_graph_sees_what_it_checks():
     assert room_of("verl_hadw.callback") == "verl_adapter" and room_of("verl_hadw.trl.grpo_trainer") == "trl"
 
 
-def test_no_two_modules_share_a_file_name():
+# the roles every HF-Trainer-based adapter holds, under the same names (a new framework copies one adapter's folder)
+HF_ADAPTERS, HF_ROLES = ("trl", "swift_adapter"), ("terms.py", "version.py", "grpo_config.py", "grpo_trainer.py",
+                                                   "refusals.py")
+
+
+def test_the_hf_adapters_hold_the_same_roles_under_the_same_names():
+    for adapter in HF_ADAPTERS:
+        files = {p.name for p in (PACKAGE / adapter).glob("*.py")}
+        assert set(HF_ROLES) <= files, f"verl_hadw/{adapter}/ lacks {sorted(set(HF_ROLES) - files)}"
+
+
+def test_no_two_modules_share_a_file_name_but_the_adapters_roles():
     names = {}
     for module, path in MODULES.items():
         if path.name not in ("__init__.py", "__main__.py"):
             names.setdefault(path.name, []).append(module)
-    shared = {n: ms for n, ms in names.items() if len(ms) > 1}
+    shared = {n: ms for n, ms in names.items() if len(ms) > 1 and n not in HF_ROLES}
     assert shared == {}, f"file names used by several modules: {shared}"
 
 

@@ -145,7 +145,7 @@ def test_without_args_the_trainer_builds_the_default_config_and_trains(tmp_path,
 
 def test_accuracy_reward_index_out_of_range(tmp_path):
     with pytest.raises(ConfigError, match=r"accuracy_reward_index=1 is out of range: there are 1 reward function\(s\) "
-                                          r"\(0: accuracy\); valid: 0..0 or None"):
+                                          r"\(0: accuracy\); valid: 0..0, or leave it unset"):
         trainer(config(tmp_path, accuracy_reward_index=1))
 
 

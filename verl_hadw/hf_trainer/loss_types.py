@@ -6,37 +6,21 @@ counts taken over the whole generation batch, every process's loss tokens gather
 global factor). The factor turns a loss that divides by T_all into one that divides by T_valid, so it is exact
 exactly when the trainer's loss divides each optimizer step's token sum by the loss tokens of the whole generation
 batch, and one optimizer step sees one generation batch. Each adapter gives its framework's table (``LossTypes``)
-and how its users write a setting (``Spelling``: a config field or a command-line flag).
+and how its users write a setting (``words.Spelling``: a config field or a command-line flag).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from verl_hadw.core.errors import ConfigError
+from verl_hadw.hf_trainer.words import Spelling
 
-__all__ = ["Spelling", "LossTypes", "GLOBAL_TOKENS", "SEQUENCE_MEANS"]
+__all__ = ["LossTypes", "GLOBAL_TOKENS", "SEQUENCE_MEANS"]
 
 GLOBAL_TOKENS = ("divides by the loss tokens of the whole generation batch, gathered over processes "
                  "(`num_items_in_batch`): T_all / T_valid makes it Eq. 3's valid-token mean")
 SEQUENCE_MEANS = "averages each completion over its own length first: a mean of sequence means, not a token mean"
-
-
-@dataclass(frozen=True)
-class Spelling:
-    """How a framework's users write one of its settings: ``name=value`` in a Python config (TRL), or
-    ``--name value`` on a command line (ms-swift)."""
-
-    flags: bool
-
-    def name(self, setting: str) -> str:
-        return f"--{setting}" if self.flags else setting
-
-    def arg(self, setting: str, value: Any) -> str:
-        if self.flags:
-            return f"--{setting} {str(value).lower() if isinstance(value, bool) else value}"
-        return f"{setting}={value!r}"
 
 
 @dataclass(frozen=True)

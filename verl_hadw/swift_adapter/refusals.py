@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from verl_hadw.core.errors import ConfigError
-from verl_hadw.hf_trainer.loss_types import GLOBAL_TOKENS, SEQUENCE_MEANS, LossTypes, Spelling
+from verl_hadw.hf_trainer.loss_types import GLOBAL_TOKENS, SEQUENCE_MEANS, LossTypes
+from verl_hadw.hf_trainer.words import Spelling
 from verl_hadw.swift_adapter.grpo_config import HadwSwiftArguments
 
 __all__ = ["REFUSALS", "LOSS_TYPES", "check_settings", "check_trainer", "refusals_table"]

@@ -11,7 +11,8 @@
 from __future__ import annotations
 
 from verl_hadw.core.errors import ConfigError
-from verl_hadw.hf_trainer.loss_types import GLOBAL_TOKENS, SEQUENCE_MEANS, LossTypes, Spelling
+from verl_hadw.hf_trainer.loss_types import GLOBAL_TOKENS, SEQUENCE_MEANS, LossTypes
+from verl_hadw.hf_trainer.words import Spelling
 from verl_hadw.trl.version import check_truncation
 
 __all__ = ["LOSS_TYPES", "check_settings"]
