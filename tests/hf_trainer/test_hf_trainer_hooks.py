@@ -1,0 +1,104 @@
+"""``HadwTrainerHooks``, the wiring both HF adapters' trainers share, on a stand-in for a framework's ``GRPOTrainer``
+(the attributes TRL's and ms-swift's trainers have): the anchor or the options record, the checkpoint callback, the
+restore in ``train``, the advantages and the metrics. Each framework's own trainer runs it for real in its folder
+(``tests/trl``, ``tests/swift_adapter``)."""
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from verl_hadw.core.errors import ConfigError
+from verl_hadw.core.option_fields import OptionFields
+from verl_hadw.hf_trainer.adapter_fields import add_adapter_fields
+from verl_hadw.hf_trainer.checkpoint_anchor import AnchorCheckpointCallback, OptionsRecord, TrainerAnchor
+from verl_hadw.hf_trainer.trainer_hooks import HadwTrainerHooks
+from verl_hadw.hf_trainer.words import Spelling, hf_terms
+
+TERMS = hf_terms("Stand-in", Spelling(flags=False), resume_from="train(resume_from_checkpoint=...)",
+                 new_experiment="anew")
+
+
+@dataclass
+@add_adapter_fields
+class Options(OptionFields):
+    terms = TERMS
+    scale_rewards = "group"
+
+
+class FrameworkTrainer:
+    """What the hooks read of a framework's GRPOTrainer, and its ``train``."""
+
+    def __init__(self, out, names=("acc",)):
+        self.args = SimpleNamespace(output_dir=str(out), should_save=True)
+        self.state = SimpleNamespace(global_step=0)
+        self.reward_func_names, self.reward_weights = list(names), torch.ones(len(names))
+        self.num_generations = self.num_generations_eval = 4
+        self._metrics = {"train": defaultdict(list), "eval": defaultdict(list)}
+        self.callbacks, self.trained_from = [], "not trained"
+
+    def add_callback(self, callback):
+        self.callbacks.append(callback)
+
+    def train(self, resume_from_checkpoint=None):
+        self.trained_from = resume_from_checkpoint
+        return "the framework's train"
+
+
+class Trainer(HadwTrainerHooks, FrameworkTrainer):
+    def __init__(self, out, options, names=("acc",)):
+        super().__init__(out, names)
+        self.start_hadw(options)
+
+
+REWARDS = torch.tensor([[1.0], [0.0], [0.0], [0.0], [1.0], [1.0], [1.0], [0.0]])  # two groups of 4
+LENGTHS = torch.full((8,), 3.0)
+
+
+def test_hadw_keeps_an_anchor_saved_by_its_callback_observed_once_per_training_batch(tmp_path):
+    t = Trainer(tmp_path, Options(adv_estimator="hadw"))
+    assert isinstance(t.hadw_anchor, TrainerAnchor) and t.dgpo_cfg is None
+    (callback,) = t.callbacks
+    assert isinstance(callback, AnchorCheckpointCallback) and callback.anchor is t.hadw_anchor
+    advantages, values = t.hadw_advantages(REWARDS, LENGTHS, "train")
+    assert advantages.shape == (8,) and values["hadw/batch_acc"] == 0.5
+    assert t.hadw_anchor.state.open_step == 1  # step = state.global_step + 1
+    t.hadw_advantages(REWARDS, LENGTHS, "eval")
+    assert t.hadw_anchor.state.calls == [0]  # evaluation previews, never observes
+    t.log_hadw_metrics(values, "train")
+    assert t._metrics["train"]["hadw/batch_acc"] == [0.5]
+
+
+def test_dgpo_records_its_options_and_metrics_can_be_switched_off(tmp_path):
+    t = Trainer(tmp_path, Options(adv_estimator="dgpo", hadw_log_metrics=False))
+    assert t.hadw_anchor is None and isinstance(t._hadw_record, OptionsRecord) and t.dgpo_cfg is not None
+    advantages, values = t.hadw_advantages(REWARDS, LENGTHS, "train")
+    t.log_hadw_metrics(values, "train")
+    assert values and not t._metrics["train"]
+
+
+def test_train_restores_the_anchor_from_the_checkpoint_the_trainer_resumes_from(tmp_path):
+    saved = Trainer(tmp_path, Options(adv_estimator="hadw"))
+    saved.hadw_advantages(REWARDS, LENGTHS, "train")
+    saved.state.global_step = 1
+    folder = tmp_path / "checkpoint-1"
+    folder.mkdir()
+    (folder / "trainer_state.json").write_text(json.dumps({"global_step": 1}))
+    saved.callbacks[0].on_save(saved.args, saved.state, None)
+    resumed = Trainer(tmp_path, Options(adv_estimator="hadw"))
+    assert resumed.train(resume_from_checkpoint=True) == "the framework's train"
+    assert resumed.trained_from is True  # handed on as given: the framework finds the folder itself
+    assert resumed.hadw_anchor.restored_from == str(folder / "verl_hadw_anchor.json")
+    assert resumed.hadw_anchor.state.to_dict() == saved.hadw_anchor.state.to_dict()
+    fresh = Trainer(tmp_path, Options(adv_estimator="hadw"))
+    fresh.train()
+    assert fresh.hadw_anchor.restored_from is None and fresh.trained_from is None
+
+
+def test_the_reward_functions_are_checked_once_the_framework_has_built_them(tmp_path):
+    with pytest.raises(ConfigError, match=r"accuracy_reward_index=1 is out of range: .*\(0: acc\)"):
+        Trainer(tmp_path, Options(accuracy_reward_index=1))
+    Trainer(tmp_path, Options(accuracy_reward_index=1), names=("acc", "short"))
