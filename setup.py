@@ -59,7 +59,7 @@ EXTRAS = {
 setup(
     name="verl-hadw",
     version=META["__version__"],
-    description="HA-DW and DGPO group-relative advantage estimators for verl and TRL",
+    description="HA-DW and DGPO group-relative advantage estimators: one core, adapters for verl, TRL and ms-swift",
     long_description=(HERE / "README.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
     python_requires=">=3.10",

@@ -1,7 +1,8 @@
 """The package's import graph: no loops, dependencies only downward, no private names across modules, a lazy CLI.
 
-The rooms and what each may import are the rooms table of docs/layout.md: the core, verl's adapter and TRL's
-adapter are three rooms; the core imports neither adapter, and neither adapter the other. Every import
+The rooms and what each may import are the rooms table of docs/layout.md: the core, the three adapters (verl's, in
+its inner rooms; TRL's and ms-swift's, over their shared hf_trainer room); the core imports no adapter, and no
+adapter another. Every import
 counts, also those inside functions (an import loop through a lazy import is still a loop).
 """
 

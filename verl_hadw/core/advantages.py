@@ -2,9 +2,9 @@
 each method on a batch of scored, grouped responses.
 
 Equation numbers refer to the project's equation sheet, ``docs/equations.md`` (HA-DW = arXiv 2601.08521 §3,
-Eqs. 7-17; DGPO = MathForge, arXiv 2601.20614 §3.1, Eqs. 3-6); each equation is written here once. Both framework
-adapters call these functions: verl's registered estimators (``verl_adapter.estimators``) and TRL's trainer
-(``verl_hadw.trl``).
+Eqs. 7-17; DGPO = MathForge, arXiv 2601.20614 §3.1, Eqs. 3-6); each equation is written here once. Every framework
+adapter calls these functions: verl's registered estimators (``verl_adapter.estimators``), and TRL's and ms-swift's
+trainers through ``reward_matrix.generation_advantages``.
 They differ only in how they build the ``Batch``, where the anchor lives (``observe``) and how they name an option
 in an error (``key``). Every statistic is over valid rows only and vectorised over groups with index tensors.
 A call reads the host once per decision (``groups.host_values``): HA-DW once for the anchor's K_t (none when the

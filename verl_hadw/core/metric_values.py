@@ -1,7 +1,8 @@
 """Per-step HA-DW / DGPO metric values: what one call records, how several calls of a step combine, what is logged.
 
-Both adapters log the same names (``hadw/anchor_prior``, ``hadw/phi_mean``, ``dgpo/valid_groups``, ...): verl's
-merges them into its ``Tracking.log`` call (``verl_adapter.metrics``), TRL's into its trainer's ``_metrics``.
+Every adapter logs the same names (``hadw/anchor_prior``, ``hadw/phi_mean``, ``dgpo/valid_groups``, ...): verl's
+merges them into its ``Tracking.log`` call (``verl_adapter.metrics``), TRL's and ms-swift's into their trainer's
+``_metrics`` (``hf_trainer.trainer_hooks``).
 Each keeps one ``MetricBuffer``; the buffer keeps only the last ``MAX_STEPS`` steps.
 """
 
