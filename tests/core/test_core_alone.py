@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 CORE = ROOT / "verl_hadw" / "core"
 FRAMEWORKS = ("verl", "trl", "swift", "ray", "omegaconf", "hydra", "transformers")
 CORE_MODULES = sorted(

@@ -1,7 +1,8 @@
-"""The launches' stage (tests/e2e_stage.py) on stand-in launches: what runs when, the records the tests read, and a
-failure reaching its readers with its log tail (conftest.py's ``Stage``).
+"""The launches' stage (tests/machinery/e2e_stage.py) on stand-in launches: what runs when, the records the tests read,
+and a failure reaching its readers with its log tail (conftest.py's ``Stage``).
 
-The real launches are verl's ``main_ppo`` (tests/e2e_runs.py); these stand-ins sleep, so the scheduling is seen alone.
+The real launches are verl's ``main_ppo`` (tests/machinery/e2e_runs.py); these stand-ins sleep, so the scheduling is
+seen alone.
 """
 
 import subprocess

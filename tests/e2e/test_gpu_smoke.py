@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
+from repo_paths import ROOT
 
 from verl_hadw.cli import main as cli_main
 from verl_hadw.core.anchor import AnchorState
@@ -25,7 +26,6 @@ from verl_hadw.repro import smoke as S
 from verl_hadw.repro.compose import compose_run
 from verl_hadw.toy.launch import demo_overrides, parse_steps
 
-ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "gpu_smoke.sh"
 
 
@@ -41,9 +41,9 @@ def _env(tmp_path, **extra):
 @pytest.mark.e2e("smoke")
 def test_script_on_cpu_toy_run_passes_every_check(e2e):
     """``bash scripts/gpu_smoke.sh demo --cpu trainer.v1.trainer_mode=separate_async +algorithm.hadw.base=dgpo ...``
-    (the session's ``smoke`` launch, tests/e2e_runs.py): two real main_ppo runs (2 steps, saved; resumed to 3), then
-    the verdict: every check passes, the anchor's (its file in each checkpoint, step 3's prior continuing the anchor
-    saved at step 2) and DGPO's metrics included. On the demo's 15 + 3 steps: the next test."""
+    (the session's ``smoke`` launch, tests/machinery/e2e_runs.py): two real main_ppo runs (2 steps, saved; resumed to
+    3), then the verdict: every check passes, the anchor's (its file in each checkpoint, step 3's prior continuing the
+    anchor saved at step 2) and DGPO's metrics included. On the demo's 15 + 3 steps: the next test."""
     run = e2e.result("smoke")
     assert run.code == 0, run.output[-8000:]
     verdict = (run.smoke / "verdict.txt").read_text()

@@ -1,6 +1,6 @@
 """verl 0.9.0's real ``main_ppo`` (v1 trainer, CPU): the anchor saved and restored without a checkpoint callback,
 and verl's ``gdpo`` slip stopped by the shipped YAMLs' Hydra start-up check before Ray starts (without that check,
-at the first advantage: tests/by_hand_e2e.py).
+at the first advantage: tests/machinery/by_hand_e2e.py).
 
 verl 0.9.0 has no ``trainer.checkpoint_callback_class`` (verl 0.9.1 added it): the demo config names the callback
 anyway, verl ignores it, and the estimator saves the anchor as per-step snapshots (``legacy_snapshots``). A run
@@ -16,7 +16,7 @@ import os
 import re
 
 import pytest
-from e2e_runs import V090_SAVE, V090_STEPS, VERL_ADAPTER_TESTS
+from e2e_runs import SLIP, V090_SAVE, V090_STEPS, VERL_ADAPTER_TESTS
 from e2e_stage import RAY_STARTED
 
 from verl_hadw.toy.launch import stable_metrics
@@ -51,9 +51,6 @@ def test_resume_on_verl_0_9_0_continues_the_run_exactly(e2e):
     assert (resumed.out / SNAPSHOT_DIR / last).read_text() == (straight.out / SNAPSHOT_DIR / last).read_text()
 
 
-SLIP = "algorithm.adv_estimator=gdpo with algorithm.dgpo.temperature set: did you mean algorithm.adv_estimator=dgpo"
-
-
 @launches("v090_startup_check")
 def test_the_hydra_start_up_check_stops_the_slip_before_ray_on_verl_0_9_0(e2e):
     run = e2e.result("v090_startup_check")
@@ -69,7 +66,7 @@ def test_the_verl_adapters_own_tests_pass_on_verl_0_9_0(e2e):
     run = e2e.result("v090_adapter_tests")
     assert run.output.startswith("[v090 adapter tests] verl 0.9.0\n"), run.output[:2000]
     assert run.code == 0, run.output[-6000:]
-    passed = set(re.findall(r"^PASSED \S*\btests/(test_\w+\.py)::", run.output, re.M))  # relative to its folder
+    passed = set(re.findall(r"^PASSED \S*\btests/verl_adapter/(test_\w+\.py)::", run.output, re.M))  # relative path
     assert passed == set(VERL_ADAPTER_TESTS), (sorted(set(VERL_ADAPTER_TESTS) - passed), run.output[-3000:])
     assert re.search(r"^\d+ passed, \d+ deselected", run.output, re.M), run.output[-2000:]
     assert not re.search(r"\d+ (failed|error|skipped)", run.output), run.output[-3000:]

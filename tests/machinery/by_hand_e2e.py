@@ -3,30 +3,30 @@ suite (this file's name is not ``test_*``). Each costs a ``main_ppo`` launch or 
 spends:
 
 - ``verl-hadw study --quick`` through verl's real ``main_ppo`` (~170 core-s: hadw, then grpo at HA-DW's measured
-  Φ × lr). CI keeps the statistics, tables and plot on made-up runs (tests/test_study.py); ``toy.launch.run``, the
-  study's one call into main_ppo, runs in every launch.
+  Φ × lr). CI keeps the statistics, tables and plot on made-up runs (tests/research/test_study.py); ``toy.launch.run``,
+  the study's one call into main_ppo, runs in every launch.
 - the ``gdpo`` slip (``algorithm.adv_estimator=gdpo`` with ``+algorithm.dgpo.temperature=2.0``) without the Hydra
   start-up check: on verl 0.9.0 (no callback can load) and on 0.9.1 without the callback it is stopped at the first
   advantage (~86 core-s each: the workers start and roll out the first batch); on 0.9.1 with the callback, where verl
   builds it (~37 core-s: Ray and TransferQueue have started). CI keeps the same guard at unit level
-  (tests/test_gdpo_slip.py, tests/test_verl_versions.py) and the Hydra start-up check on 0.9.0's main_ppo
-  (tests/test_verl090_e2e.py), which stops it before Ray on 0.9.1 too (tests/test_verl_versions.py).
+  (tests/verl_adapter/test_gdpo_slip.py, tests/verl_adapter/test_verl_versions.py) and the Hydra start-up check on
+  0.9.0's main_ppo (tests/e2e/test_verl090_e2e.py), which stops it before Ray on 0.9.1 too
+  (tests/verl_adapter/test_verl_versions.py).
 - verl's legacy trainer (``trainer.use_v1=false``) end to end: 3 steps with the anchor snapshotted at each
   checkpoint, and a run resumed from the step-2 checkpoint that logs the same anchor values at step 3 (~175 core-s,
   two launches). CI keeps the snapshot back-end end to end on verl 0.9.0's v1 trainer (the same writer and the same
-  restore, tests/test_verl090_e2e.py) and the legacy trainer's steps through verl's ``compute_advantage`` with
-  folders as its ``_save_checkpoint`` writes them (tests/test_legacy_resume.py).
+  restore, tests/e2e/test_verl090_e2e.py) and the legacy trainer's steps through verl's ``compute_advantage`` with
+  folders as its ``_save_checkpoint`` writes them (tests/verl_adapter/test_legacy_resume.py).
 
-    .venv/bin/python -m pytest tests/by_hand_e2e.py
+    .venv/bin/python -m pytest tests/machinery/by_hand_e2e.py
 """
 
 import csv
 import json
 
 import pytest
-from e2e_runs import HALF, STRAIGHT
+from e2e_runs import HALF, SLIP, STRAIGHT
 from e2e_stage import RAY_STARTED
-from test_verl090_e2e import SLIP
 
 from verl_hadw.research import study
 from verl_hadw.toy.task import TIERS
@@ -35,8 +35,8 @@ from verl_hadw.toy.task import TIERS
 @pytest.mark.slow
 @pytest.mark.e2e("quick_study")
 def test_quick_study_through_main_ppo(e2e):
-    """``verl-hadw study --quick`` (the session's ``quick_study`` launch, tests/e2e_runs.py): hadw, then grpo at
-    HA-DW's measured Φ × lr, one seed, one step; rerunning skips both runs."""
+    """``verl-hadw study --quick`` (the session's ``quick_study`` launch, tests/machinery/e2e_runs.py): hadw, then grpo
+    at HA-DW's measured Φ × lr, one seed, one step; rerunning skips both runs."""
     from verl_hadw.cli import main
 
     run = e2e.result("quick_study")

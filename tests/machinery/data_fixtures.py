@@ -1,13 +1,12 @@
 """The data fixtures shared by the `verl-hadw data` and reward tests: local copies of every dataset in
-tests/fixtures/data/, the golds they give, and an offline Hub (tests/ has no __init__.py)."""
+tests/machinery/fixtures/data/, the golds they give, and an offline Hub (tests/ has no __init__.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pyarrow.parquet as pq
-
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+from repo_paths import FIXTURES
 
 LOCAL = {
     "math_train": "math_train.jsonl",

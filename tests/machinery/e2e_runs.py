@@ -28,20 +28,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from e2e_stage import RAY_STARTED, Context, Launch
+from repo_paths import MACHINERY, ROOT, TESTS
 
 from verl_hadw.core.anchor.file_format import STATE_FILE
 from verl_hadw.toy.launch import parse_steps, run, stream
 from verl_hadw.toy.modes import requested_mode
 from verl_hadw.verl_adapter.legacy_snapshots import SNAPSHOT_DIR
 
-ROOT = Path(__file__).resolve().parents[1]
 PROMPTS = 8  # prompts per step in these runs
 LEGACY = ["trainer.use_v1=false", "trainer.save_freq=2"]
 DEMO_STEPS, DEMO_RESUME_FROM, DEMO_RESUMED = 30, 15, 3  # the demo saves at 15; the resumed run trains 16-18
 STRAIGHT, HALF = 3, 2  # legacy runs: 3 steps, checkpoints at 2 and 3 (verl saves the last), resumed from 2
 SMOKE_STEPS, SMOKE_RESUME_STEPS = 2, 3  # the smoke launch: steps 1-2 saved at 2, then resumed to 3
-SWIFT_OLDEST, SWIFT_NEWEST = "4.3.0", "4.6.0"  # the ends of SWIFT_RANGE (tests/test_swift_cell.py checks them)
-SWIFT_CELL = ROOT / "tests" / "swift_install_cell.py"
+SWIFT_OLDEST, SWIFT_NEWEST = "4.3.0", "4.6.0"  # the ends of SWIFT_RANGE (test_swift_cell.py checks them)
+SWIFT_CELL = MACHINERY / "swift_install_cell.py"
 LAUNCH_TIMEOUT = 1800  # seconds: a hung launch is killed (the slowest takes about 4 min here)
 
 
@@ -263,6 +263,8 @@ def v090_resumed(ctx: Context) -> dict:
 
 
 GDPO_SLIP = ["algorithm.adv_estimator=gdpo", "+algorithm.dgpo.temperature=2.0", "trainer.total_training_steps=1"]
+# what the guard says of it (test_verl090_e2e.py, by_hand_e2e.py)
+SLIP = "algorithm.adv_estimator=gdpo with algorithm.dgpo.temperature set: did you mean algorithm.adv_estimator=dgpo"
 
 
 def v090_gdpo_slip(ctx: Context) -> dict:
@@ -311,7 +313,7 @@ def v090_adapter_tests(ctx: Context) -> dict:
     imported = v090_ready(ctx).read_text().strip()  # the verl a process imports there, as verl090 probed it
     argv = [sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", "--rootdir", str(ROOT), "-c",
             str(ROOT / "pytest.ini"), "--basetemp", str(workdir / "pytest"), "-m", "not verl091", "--deselect",
-            f"tests/{NOT_ON_V090}", *(str(ROOT / "tests" / name) for name in VERL_ADAPTER_TESTS)]
+            f"tests/verl_adapter/{NOT_ON_V090}", *(str(TESTS / "verl_adapter" / name) for name in VERL_ADAPTER_TESTS)]
     # in the launch's folder, as every launch, so that the stage's meter counts its core-seconds
     proc = subprocess.run(argv, cwd=workdir, env=env, capture_output=True, text=True, timeout=1200)
     output = f"[v090 adapter tests] verl {imported}\n{proc.stdout}{proc.stderr}"
@@ -411,7 +413,7 @@ LAUNCHES: dict[str, Launch] = {
         Launch("quick_study", quick_study, cost=110),
         Launch("gpu_resolve", command("gpu_resolve", "bash", str(ROOT / "scripts" / "install_gpu.sh"),
                                       "--resolve-only"), cost=60),
-        Launch("trl_cell", command("trl_cell", sys.executable, str(ROOT / "tests" / "trl_install_cell.py"), "."),
+        Launch("trl_cell", command("trl_cell", sys.executable, str(MACHINERY / "trl_install_cell.py"), "."),
                cost=50),
         Launch("swift_cell_newest", command("swift_cell_newest", sys.executable, str(SWIFT_CELL), SWIFT_NEWEST, "."),
                cost=120),

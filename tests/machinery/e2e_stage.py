@@ -1,6 +1,6 @@
 """The stage that runs the session's launches of verl's real ``main_ppo``, in a process of its own.
 
-    python tests/e2e_stage.py --root DIR [--workers 2] NAME ...
+    python tests/machinery/e2e_stage.py --root DIR [--workers 2] NAME ...
 
 runs the named launches of ``e2e_runs.LAUNCHES`` (and the launches they resume from) into ``DIR/<name>/`` and writes,
 when each one ends, ``DIR/<name>.json``: its status (``ok`` or ``error`` with the traceback and the run's log tail),
@@ -256,7 +256,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", required=True, type=Path, help="folder of the launches' runs and records")
     parser.add_argument("--workers", type=int, default=None, help="chains at a time (default VERL_HADW_E2E_WORKERS, 2)")
-    parser.add_argument("names", nargs="+", help="launches of tests/e2e_runs.py")
+    parser.add_argument("names", nargs="+", help="launches of tests/machinery/e2e_runs.py")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from e2e_runs import LAUNCHES

@@ -11,7 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from repo_paths import ROOT
+
 REAL_PY = sys.executable
 
 SRUN = r"""#!/usr/bin/env bash

@@ -54,9 +54,9 @@ def ray_threads_alive() -> list[str]:
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "ray_driver: starts a Ray driver in the test process; runs in a child pytest "
-                                       "(tests/own_process.py)")
+                                       "(tests/machinery/own_process.py)")
     config.addinivalue_line("markers", "beside: runs in the child pytest beside the session's tests (it spends its "
-                                       "time in processes it starts; tests/own_process.py)")
+                                       "time in processes it starts; tests/machinery/own_process.py)")
     config.stash[_STATE] = {"reports": None, "status": 0}
 
 
@@ -179,8 +179,8 @@ def pytest_runtest_protocol(item, nextitem):
     if not reports or not any(r.when == "teardown" for r in reports):
         from _pytest.reports import TestReport
 
-        message = (f"the child pytest of the ray_driver tests (tests/own_process.py) exited {child['code']} before "
-                   f"it reported this test:\n{child['tail']}")
+        message = (f"the child pytest of the ray_driver tests (tests/machinery/own_process.py) exited {child['code']} "
+                   f"before it reported this test:\n{child['tail']}")
         reports = [*(reports or []), TestReport(item.nodeid, item.location, {}, "failed", message, "call")]
     for report in reports:
         item.ihook.pytest_runtest_logreport(report=report)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import functools
-from pathlib import Path
+
+from repo_paths import ROOT
 
 from verl_hadw.repro import catalogue as K
 from verl_hadw.repro import compose as C
 
-ROOT = Path(__file__).resolve().parents[1]
-# the released-code runs (K.RELEASED_CODE_RUNS) are no paper rows: tests/test_released_variant.py checks them
+# the released-code runs (K.RELEASED_CODE_RUNS) are no paper rows: tests/repro/test_released_variant.py checks them
 RUN_FILES = sorted(
     p.stem for p in (ROOT / "configs").glob("*/experiments/*.yaml") if p.stem not in K.RELEASED_CODE_RUNS
 )

@@ -1,4 +1,5 @@
-"""Shared pieces of tests/test_sim.py (tests/ has no __init__.py; import as ``from sim_helpers import ...``)."""
+"""Shared pieces of tests/research/test_sim.py (tests/ has no __init__.py; tests/machinery is on sys.path: import as
+``from sim_helpers import ...``)."""
 
 from __future__ import annotations
 

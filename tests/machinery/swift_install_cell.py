@@ -2,19 +2,21 @@
 nothing there; that environment passes the swift adapter's tests and the core's. One cell per end of
 ``SWIFT_RANGE`` (ms-swift 4.x pins ``trl<1.0``: it never shares the test environment, which holds TRL 1.x).
 
-    python tests/swift_install_cell.py VERSION WORKDIR [--lean]
+    python tests/machinery/swift_install_cell.py VERSION WORKDIR [--lean]
 
 A script, not a test file: the session's stage runs it in the background beside the other tests (it waits on pip
-much of its time), and ``tests/test_swift_cell.py`` reads its exit code and output; an assertion here fails it.
+much of its time), and ``tests/swift_adapter/test_swift_cell.py`` reads its exit code and output; an assertion here
+fails it.
 
 A fresh virtualenv gets ms-swift ``VERSION`` first, with CPU torch and ``msgspec`` (swift imports it without
 declaring it), as a swift user's machine has them (uv lays it, from its cache); then this checkout's ``[swift]``
 extra, with pip. ``pip freeze`` before and
 after: ``verl-hadw`` added, nothing else added or changed, none of verl, Ray, vLLM or TRL's adapter's TRL 1.x. Then
-pytest (pinned to what is installed), and ``tests/swift_cell/`` (the adapter, end to end through swift's pipeline and
-``verl-hadw-swift rlhf`` on two CPU ranks) and ``tests/test_core_*.py`` (the equations, the anchor, the file format)
-run there against the installed package. The HA-DW / DGPO runs' records are kept under ``WORKDIR/records`` for
-``tests/test_swift_cell.py``'s comparison with TRL's adapter and verl's estimator. ``--lean`` (the oldest release's
+pytest (pinned to what is installed), and ``tests/swift_adapter/`` (the adapter, end to end through swift's pipeline
+and ``verl-hadw-swift rlhf`` on two CPU ranks; but the cells' reader), ``tests/core/`` (the equations, the anchor, the
+file format) and, once it has tests, ``tests/hf_trainer/`` run there against the installed package. The HA-DW / DGPO
+runs' records are kept under ``WORKDIR/records`` for ``test_swift_cell.py``'s comparison with TRL's adapter and
+verl's estimator. ``--lean`` (the oldest release's
 cell, for CI's time): the command-line run on one rank instead of two, and the switched-off comparison under swift's
 ``dapo`` loss only; the newest release's cell runs all of it.
 """
@@ -27,8 +29,11 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from repo_paths import ROOT, TESTS
+
 FORBIDDEN = {"verl", "ray", "vllm", "wandb"}
+FOLDERS = ("core", "swift_adapter", "hf_trainer")  # the tests/ folders run here, those present
+READER = TESTS / "swift_adapter" / "test_swift_cell.py"  # reads this script's output (in the test environment)
 
 
 def sh(*cmd, cwd=None, env=None, timeout=1800):
@@ -74,7 +79,7 @@ def main(version: str, workdir: Path, lean: bool = False) -> int:
     sh(python, "-m", "pip", "install", "-q", "--no-compile", f"{source}[swift]")  # no constraints: none may need one
     timings["the [swift] extra"] = time.monotonic() - start
     after = freeze(python)
-    # in CI's output (tests/test_swift_cell.py prints this script's output), passed or not
+    # in CI's output (tests/swift_adapter/test_swift_cell.py prints this script's output), passed or not
     print(f"\n{tag} pip freeze before: " + " ".join(f"{k}=={v}" for k, v in sorted(before.items())))
     print(f"{tag} pip freeze after:  " + " ".join(f"{k}=={v}" for k, v in sorted(after.items())))
     changed = {k: (v, after.get(k)) for k, v in before.items() if after.get(k) != v}
@@ -91,12 +96,12 @@ def main(version: str, workdir: Path, lean: bool = False) -> int:
     pins = workdir / "installed.txt"
     pins.write_text("".join(f"{k}=={v}\n" for k, v in after.items() if re.fullmatch(r"[0-9][0-9a-z.+]*", v)))
     sh(python, "-m", "pip", "install", "-q", "--no-compile", "-c", pins, "pytest")
-    files = ["tests/swift_cell", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_core_*.py"))]
+    folders = [str((TESTS / name).relative_to(ROOT)) for name in FOLDERS if (TESTS / name).is_dir()]  # by path
     subset = ["-k", "not switched_off or dapo"] if lean else []
     out = sh(venv / "bin" / "pytest", "-q", "-rA", "-s", "-p", "no:cacheprovider", "--basetemp", workdir / "pytest",
-             *subset, *files, cwd=ROOT,
+             *subset, "--ignore", READER.relative_to(ROOT), *folders, cwd=ROOT,
              env={"SWIFT_CELL_KEEP": str(workdir / "records"), "SWIFT_CELL_RANKS": "1" if lean else "2"})
-    timings[f"pytest ({len(files)} paths)"] = time.monotonic() - start
+    timings[f"pytest ({' '.join(folders)})"] = time.monotonic() - start
     keep = ("PASSED ", "[swift cell]")
     print("\n".join(line for line in out.splitlines() if line.startswith(keep) or re.match(r"^\d+ passed", line)))
     print(f"{tag} records: {workdir / 'records'}")

@@ -12,8 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
+from repo_paths import MACHINERY, ROOT
+
 GROUP, BATCH = 4, 8  # num_generations; per_device_train_batch_size (two prompts a step)
 TIME_KEYS = {"train_runtime", "train_samples_per_second", "train_steps_per_second", "step_time", "elapsed_time",
              "remaining_time", "train_speed(s/it)", "memory(GiB)"}
@@ -24,7 +24,7 @@ def toy_arguments(assets: dict, out: Path, steps: int = 4, save_steps: int = 2, 
     values = {
         "rlhf_type": "grpo", "model": assets["model"], "model_type": "qwen2", "template": "chatml",
         "dataset": assets["dataset"],
-        "external_plugins": [str(ROOT / "examples" / "swift_toy_plugin.py"), str(HERE / "record_plugin.py")],
+        "external_plugins": [str(ROOT / "examples" / "swift_toy_plugin.py"), str(MACHINERY / "record_plugin.py")],
         "reward_funcs": "toy_accuracy", "check_model": "false", "use_cpu": "true", "torch_dtype": "float32",
         "tuner_type": "full", "num_generations": GROUP, "per_device_train_batch_size": BATCH,
         "max_completion_length": 4, "max_steps": steps, "save_steps": save_steps, "logging_steps": 1,
@@ -70,7 +70,7 @@ def records(folder: Path, rank: int = 0) -> list[dict]:
 
 def keep(name: str, folder: Path) -> None:
     """Copy a run's records to ``$SWIFT_CELL_KEEP/<name>`` (the cell keeps them for the comparison with TRL's
-    adapter and verl's estimator, tests/test_swift_cell.py)."""
+    adapter and verl's estimator, tests/swift_adapter/test_swift_cell.py)."""
     target = os.environ.get("SWIFT_CELL_KEEP")
     if target:
         shutil.copytree(folder, Path(target) / name, dirs_exist_ok=True)

@@ -2,16 +2,17 @@
 range passes the TRL adapter's own tests there. The matrix's lowest-TRL cell (the test environment holds the newest
 TRL of the range).
 
-    python tests/trl_install_cell.py WORKDIR
+    python tests/machinery/trl_install_cell.py WORKDIR
 
 A script, not a test file: the session's stage runs it in the background beside the other tests (it waits on pip
-most of its time), and ``tests/test_trl_cell.py`` reads its exit code and output; an assertion here fails it.
+most of its time), and ``tests/trl/test_trl_cell.py`` reads its exit code and output; an assertion here fails it.
 
 A fresh virtualenv gets the lowest release of ``TRL_RANGE`` first (with CPU torch, as a TRL user's machine would
 have it), then this checkout's ``[trl]`` extra. ``pip freeze`` before and after: additions only, no installed version
-changed, and none of verl, Ray, vLLM or wandb. Then pytest and PEFT (pinned to what is installed), and every
-``tests/test_trl_*.py`` runs there against the installed package, with the core's own tests
-(``tests/test_core_*.py``): among them ``examples/trl_hadw.py`` as the docs
+changed, and none of verl, Ray, vLLM or wandb. Then pytest and PEFT (pinned to what is installed), and the TRL
+adapter's folder ``tests/trl/`` runs there against the installed package (but its reader of this script), with the
+core's own tests (``tests/core/``) and, once it has tests, ``tests/hf_trainer/`` (what TRL's and ms-swift's adapters
+share): among them ``examples/trl_hadw.py`` as the docs
 show it, a run saved and resumed equal to the run that never stopped, bit for bit, and each TRL feature
 (``test_trl_features.py``). Wheels come from pip's cache (the test install fills it), so the cost is the installs
 and the tests themselves: the script prints its timings.
@@ -24,9 +25,11 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from repo_paths import ROOT, TESTS
+
 FORBIDDEN = {"verl", "ray", "vllm", "wandb"}
-THIS_READER = "test_trl_cell.py"  # reads this script's output: not a test to run here
+FOLDERS = ("core", "trl", "hf_trainer")  # the tests/ folders run here, those present
+READER = TESTS / "trl" / "test_trl_cell.py"  # reads this script's output: not a test to run here
 
 
 def lowest_trl() -> str:
@@ -74,7 +77,7 @@ def main(tmp_path: Path) -> int:
     sh(python, "-m", "pip", "install", "-q", "--no-compile", f"{ROOT}[trl]")  # no constraints: nothing may need one
     timings["the [trl] extra"] = time.monotonic() - start
     after = freeze(python)
-    # in CI's output (tests/test_trl_cell.py prints this script's output), passed or not
+    # in CI's output (tests/trl/test_trl_cell.py prints this script's output), passed or not
     print("\n[trl install] pip freeze before: " + " ".join(f"{k}=={v}" for k, v in sorted(before.items())))
     print("[trl install] pip freeze after:  " + " ".join(f"{k}=={v}" for k, v in sorted(after.items())))
 
@@ -94,12 +97,11 @@ def main(tmp_path: Path) -> int:
     pins = tmp_path / "installed.txt"
     pins.write_text("".join(f"{k}=={v}\n" for k, v in after.items() if re.fullmatch(r"[0-9][0-9a-z.+]*", v)))
     sh(python, "-m", "pip", "install", "-q", "--no-compile", "-c", pins, "pytest", "peft")
-    # and the core's own tests (the equations, the anchor, the file format): they need no verl
-    files = sorted(str(p.relative_to(ROOT)) for pattern in ("test_trl_*.py", "test_core_*.py")
-                   for p in (ROOT / "tests").glob(pattern) if p.name != THIS_READER)
+    # and the core's own tests (the equations, the anchor, the file format): they need no verl. By folder, by path
+    folders = [str((TESTS / name).relative_to(ROOT)) for name in FOLDERS if (TESTS / name).is_dir()]
     out = sh(tmp_path / "venv" / "bin" / "pytest", "-q", "-rA", "-p", "no:cacheprovider", "--basetemp",
-             tmp_path / "pytest", *files, cwd=ROOT)
-    timings[f"pytest ({len(files)} files)"] = time.monotonic() - start
+             tmp_path / "pytest", "--ignore", READER.relative_to(ROOT), *folders, cwd=ROOT)
+    timings[f"pytest ({' '.join(folders)})"] = time.monotonic() - start
     print("\n".join(line for line in out.splitlines() if line.startswith("PASSED ") or " passed" in line), flush=True)
     print(f"[trl install] TRL {low}; timings (s): " + ", ".join(f"{k} {v:.0f}" for k, v in timings.items()))
     print("[trl install] every check passed", flush=True)

@@ -1,4 +1,4 @@
-"""Run by ``tests/test_trl_distributed.py`` under ``accelerate launch --multi_gpu --num_processes 2`` (torchrun;
+"""Run by ``tests/trl/test_trl_distributed.py`` under ``accelerate launch --multi_gpu --num_processes 2`` (torchrun;
 ``use_cpu`` makes it gloo): three steps of HA-DW over DGPO on two CPU processes, each rank writing what it saw per
 generation batch to ``OUT/rank<r>.json``: its anchor, the whole batch's advantages (ours, as logged), its own slice.
 """

@@ -1,6 +1,7 @@
 """Every step of ``scripts/test_cpu.sh`` (what CI runs) can fail the run: each test plants, in a copy of the checkout,
 the fault one step exists to catch, runs the script there, and sees it exit non-zero at that step (and print the
-total time when pytest ran). The docs build is the test ``tests/test_docs_build.py``, which plants its own faults.
+total time when pytest ran). The docs build is the test ``tests/project/test_docs_build.py``, which plants its own
+faults.
 """
 
 import os
@@ -10,8 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 VENV = Path(sys.prefix) if (Path(sys.prefix) / "pyvenv.cfg").exists() else None  # the venv running the tests
 
 pytestmark = pytest.mark.slow
@@ -57,7 +58,7 @@ def test_a_failing_test_fails_the_run_and_the_total_time_is_printed(repo):
 
 def test_a_lint_error_fails_the_run_before_the_tests(repo):
     (repo / "verl_hadw" / "planted.py").write_text("import os\n")
-    proc = run_script(repo, "tests/test_ci_steps.py")
+    proc = run_script(repo, "tests/project/test_ci_steps.py")
     assert proc.returncode != 0
     assert "F401" in proc.stdout + proc.stderr and "[test_cpu]" not in proc.stdout  # pytest never started
 
@@ -65,14 +66,15 @@ def test_a_lint_error_fails_the_run_before_the_tests(repo):
 def test_a_plugin_that_does_not_register_fails_the_doctor_step(repo):
     (repo / "verl_hadw" / "verl_adapter" / "entry_point.py").write_text(
         'raise ImportError("planted: the entry point cannot import")\n')  # what verl.plugins names
-    proc = run_script(repo, "tests/test_ci_steps.py")
+    proc = run_script(repo, "tests/project/test_ci_steps.py")
     assert proc.returncode != 0, proc.stdout[-3000:]
     assert "[FAIL] registration after a plain 'import verl'" in proc.stdout and "[test_cpu]" not in proc.stdout
 
 
 def test_an_install_that_fails_fails_the_run(repo, tmp_path):
     (repo / "setup.py").write_text("raise SystemExit('planted: setup.py is broken')\n")
-    proc = run_script(repo, "tests/test_ci_steps.py", venv=tmp_path / "venv")  # a venv of its own: the install runs
+    # a venv of its own: the install runs
+    proc = run_script(repo, "tests/project/test_ci_steps.py", venv=tmp_path / "venv")
     assert proc.returncode != 0 and "planted: setup.py is broken" in proc.stdout + proc.stderr
     assert "All checks passed" not in proc.stdout + proc.stderr  # nothing after the install ran
 

@@ -1,4 +1,4 @@
-"""The check of each kind of command the docs show (tests/test_docs_commands.py finds them and applies these):
+"""The check of each kind of command the docs show (tests/project/test_docs_commands.py finds them and applies these):
 cheap and real, nothing is run. Scripts and benchmarks exist and know the flags given to them; `verl-hadw`
 arguments parse with the real argparse parser; run names are runs; Hydra overrides compose with the config they
 are given to, and verl `main_ppo` overrides of `hadw` / `dgpo` runs pass the plugin's start-up validation; pytest
@@ -19,8 +19,8 @@ from functools import lru_cache
 from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 ENV = re.compile(r"^[A-Z_][A-Z0-9_]*=")
 RUN_NAME = re.compile(r"^(?:hadw|dgpo)_\w+$")
 OVERRIDE = re.compile(r"^[+~]{0,2}[A-Za-z_][\w.@/-]*=")
@@ -56,7 +56,7 @@ def check(tokens: list[str]) -> None:
         return check_tool(program, args)
     checks = {"verl-hadw": check_cli, "pytest": check_pytest, "pip": check_pip, "sbatch": check_sbatch,
               "verl-hadw-swift": check_swift, "swift": check_swift}
-    assert program in checks, f"no check knows the program {program!r}: add one to tests/test_docs_commands.py"
+    assert program in checks, f"no check knows the program {program!r}: add one to tests/project/test_docs_commands.py"
     return checks[program](args)
 
 
@@ -311,7 +311,7 @@ def compose_config(directory: Path, name: str, overrides: list[str]):
     ("python -m verl.trainer.main_ppo algorithm.adv_estimator=hadw +algorithm.hadw.lamda_scale=1.3",
      "Did you mean 'algorithm.hadw.lambda_scale'"),  # the plugin's own start-up validation
     ("python -m verl.trainer.main_ppo --config-path=configs/cpu --config-name=no_such_config", "no_such_config"),
-    ("python -m pytest tests/test_cli.py::test_no_such_test", "no test test_no_such_test in tests/test_cli.py"),
+    ("python -m pytest tests/cli/test_cli.py::test_no_such_test", "no test test_no_such_test in tests/cli/test_cli.py"),
     ("python -m pytest -m fast", "unregistered marker"),
     ("python -m pytest tests/test_nothing_*.py", "no tests/test_nothing_*.py"),
     ("python benchmarks/no_such_bench.py", "benchmarks/no_such_bench.py does not exist"),

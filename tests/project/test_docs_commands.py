@@ -4,7 +4,7 @@ Commands come from ```bash / ```sh / ```console blocks (every line is a command)
 start like one (`bash scripts/...`, `verl-hadw ...`, `python ...`, `pip install ...`) in README.md, CONTRIBUTING.md
 and docs/**/*.md. Usage notation is read as such: `[optional]` parts are kept, `a|b` is checked for each
 alternative, `...` is dropped, UPPER-CASE or <angle> words are placeholders. Each command then goes to the check of
-its program (tests/test_docs_checks.py); a program no check knows fails, so a new kind of command cannot go
+its program (tests/project/test_docs_checks.py); a program no check knows fails, so a new kind of command cannot go
 unchecked.
 """
 
@@ -15,9 +15,9 @@ import shlex
 from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 from test_docs_checks import CONFIG_DIR, ENV, TOOLS, check
 
-ROOT = Path(__file__).resolve().parents[1]
 SHELL_FENCES = {"bash", "sh", "shell", "console"}
 FENCE = re.compile(r"^(?P<indent>[ \t]*)```(?P<info>[^\n`]*)\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.M | re.S)
 SPAN = re.compile(r"`([^`\n]+(?:\n[^`\n]+)*)`")

@@ -1,7 +1,9 @@
 """What the docs cite exists: repository paths in code spans (`verl_hadw/core/anchor/machine.py`, `configs/cpu/`),
-test files and test names (`tests/test_e2e_cpu.py`, `test_anchor_actor.py::test_...`, `::test_...…` after a file,
+test files and test names (`tests/e2e/test_e2e_cpu.py`, `test_anchor_actor.py::test_...`, `::test_...…` after a file,
 a bare `test_name`), and the links of README.md and CONTRIBUTING.md (files and anchors; the docs pages' own links
-are checked by `mkdocs build --strict`, tests/test_docs_build.py). Test names are read with ast, not by pytest."""
+are checked by `mkdocs build --strict`, tests/project/test_docs_build.py). Test names are read with ast, not by
+pytest. A test file cited with its folder (`tests/<room>/test_x.py`) must be there; cited alone (`test_x.py`), in
+any folder of tests/ (test file names are unique there)."""
 
 from __future__ import annotations
 
@@ -11,11 +13,11 @@ from functools import lru_cache
 from pathlib import Path
 
 from markdown.extensions.toc import slugify
+from repo_paths import ROOT
 from test_docs_commands import SPAN, doc_files, without_fences
 
-ROOT = Path(__file__).resolve().parents[1]
 PATH = re.compile(r"(?P<path>(?:verl_hadw|configs|scripts|benchmarks|tests|docs|\.ci)/[\w./*-]*)(?::[\d, -]+)?")
-TEST_REF = re.compile(r"(?:tests/)?(?P<file>test_\w+\.py)?(?:::(?P<name>\w+))?(?P<prefix>…|\.\.\.)?")
+TEST_REF = re.compile(r"(?P<folder>tests/(?:\w+/)*)?(?P<file>test_\w+\.py)?(?:::(?P<name>\w+))?(?P<prefix>…|\.\.\.)?")
 # a test named alone (two words at least: `test_freq` is verl's config key): in any test file
 BARE_TEST = re.compile(r"(?P<name>test_[a-z0-9]+_\w+?)(?P<prefix>…|\.\.\.)?")
 LINK = re.compile(r"!?\[[^\]]*\]\((?P<target>[^)\s]+)\)")
@@ -27,9 +29,21 @@ def names_in(path: Path) -> frozenset[str]:
     return frozenset(n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef)))
 
 
+@lru_cache(maxsize=None)
+def python_files() -> tuple[Path, ...]:
+    """Every Python file of tests/: each room's folder, the ms-swift adapter's too, and the machinery."""
+    return tuple(sorted((ROOT / "tests").rglob("*.py")))
+
+
 def all_test_names() -> frozenset[str]:
-    files = [*(ROOT / "tests").glob("*.py"), *(ROOT / "tests" / "swift_cell").glob("*.py")]  # the swift cell's too
-    return frozenset().union(*(names_in(p) for p in files))
+    return frozenset().union(*(names_in(p) for p in python_files()))
+
+
+def cited_file(folder: str | None, name: str) -> Path | None:
+    """``tests/<folder>/<name>`` if the reference names its folder, else the one file so named anywhere in tests/."""
+    if folder:
+        return ROOT / folder / name if (ROOT / folder / name).is_file() else None
+    return next((p for p in python_files() if p.name == name), None)
 
 
 def cited(name: str, names: frozenset[str], prefix: bool) -> bool:
@@ -50,15 +64,16 @@ def stale_test_references(text: str) -> list[str]:
             if not m or not (m["file"] or m["name"]):
                 continue
             if m["file"]:
-                file = ROOT / "tests" / m["file"]
-                if not file.is_file():
-                    stale.append(f"{span}: no tests/{m['file']}")
+                file = cited_file(m["folder"], m["file"])
+                if file is None:
+                    stale.append(f"{span}: no {m['folder']}{m['file']}" if m["folder"] else
+                                 f"{span}: no {m['file']} in tests/")
                     continue
             if m["name"]:
                 if file is None:
                     stale.append(f"{span}: no test file before it on its line")
                 elif not cited(m["name"], names_in(file), bool(m["prefix"])):
-                    stale.append(f"{span}: no test {m['name']} in tests/{file.name}")
+                    stale.append(f"{span}: no test {m['name']} in {file.relative_to(ROOT)}")
     return stale
 
 
@@ -94,7 +109,8 @@ def test_every_cited_test_and_path_exists():
 
 def test_the_checks_catch_a_stale_reference():
     line = "| x | `test_anchor_actor.py::test_actor_and_in_process_trajectories_are_identical`, `::test_gone_…` |"
-    assert stale_test_references(line) == ["::test_gone_…: no test test_gone_ in tests/test_anchor_actor.py"]
+    assert stale_test_references(line) == [
+        "::test_gone_…: no test test_gone_ in tests/verl_adapter/test_anchor_actor.py"]
     assert stale_test_references("`tests/test_nothing.py`") == ["tests/test_nothing.py: no tests/test_nothing.py"]
     assert stale_test_references("`test_killed_actor_is_rebuilt_…` and `test_never_written`") == [
         "test_never_written: no such test in tests/"]

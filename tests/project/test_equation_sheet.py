@@ -3,9 +3,9 @@ the equation sheet ``docs/equations.md``, and every module path the sheet names 
 
 import importlib
 import re
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from repo_paths import ROOT
+
 SHEET = ROOT / "docs" / "equations.md"
 PAPERS = ("HA-DW", "DGPO")
 

@@ -1,14 +1,12 @@
-"""A test that starts a Ray driver runs in a child pytest (tests/own_process.py), as does a ``beside`` test, and the
-session's own process ends without Ray's threads, the ones alive at an interpreter exit that crashed with 139 after
-every test had passed."""
+"""A test that starts a Ray driver runs in a child pytest (tests/machinery/own_process.py), as does a ``beside`` test,
+and the session's own process ends without Ray's threads, the ones alive at an interpreter exit that crashed with 139
+after every test had passed."""
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-
-HERE = Path(__file__).resolve().parent
+from repo_paths import MACHINERY
 
 pytestmark = pytest.mark.slow  # two pytest processes, a Ray start
 
@@ -56,7 +54,7 @@ def test_in_the_parent_without_the_marker():
 
 
 def test_ray_drivers_run_in_a_child_and_a_driver_left_in_the_parent_fails_the_session(tmp_path):
-    (tmp_path / "conftest.py").write_text(f"import sys\nsys.path.insert(0, {str(HERE)!r})\n"
+    (tmp_path / "conftest.py").write_text(f"import sys\nsys.path.insert(0, {str(MACHINERY)!r})\n"
                                           "pytest_plugins = ['own_process']\n")
     (tmp_path / "test_planted.py").write_text(PLANTED)
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA", "--rootdir",

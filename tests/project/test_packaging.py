@@ -10,10 +10,10 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parent.parent
 PACKAGE_WARNINGS = re.compile(
     r"absent from the `packages` configuration|Package would be ignored|package init file .* not found", re.I
 )
@@ -242,7 +242,7 @@ def test_gpu_install_set_resolves(e2e):
     """pip's resolver (a real `pip install --dry-run --report` in a fresh virtualenv, PyPI metadata only: no
     CUDA wheel is downloaded) accepts the whole pinned set, with flash-attn as the script installs it (step 2,
     before the rest). Prints the versions it picks. It waits on pip most of its time, so the session's stage runs
-    it beside the other tests (the ``gpu_resolve`` launch, tests/e2e_runs.py)."""
+    it beside the other tests (the ``gpu_resolve`` launch, tests/machinery/e2e_runs.py)."""
     run = e2e.result("gpu_resolve")
     assert run.code == 0, run.output[-6000:]
     out = run.output

@@ -6,8 +6,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+BENCHMARKS = ROOT / "benchmarks"
 _spec = importlib.util.spec_from_file_location("side_by_side", BENCHMARKS / "side_by_side.py")
 side_by_side = sys.modules["side_by_side"] = importlib.util.module_from_spec(_spec)  # as the benchmarks import it
 _spec.loader.exec_module(side_by_side)

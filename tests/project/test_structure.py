@@ -1,4 +1,5 @@
-"""The package's import graph: no loops, dependencies only downward, no private names across modules, a lazy CLI.
+"""The package's import graph: no loops, dependencies only downward, no private names across modules, a lazy CLI;
+and the tests' layout: each test file in the folder of the room it tests, the machinery in tests/machinery/.
 
 The rooms and what each may import are the rooms table of docs/layout.md: the core, verl's adapter and TRL's
 adapter are three rooms; the core imports neither adapter, and neither adapter the other. Every import
@@ -6,19 +7,20 @@ counts, also those inside functions (an import loop through a lazy import is sti
 """
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from repo_paths import MACHINERY, ROOT, TESTS
 
-ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "verl_hadw"
 
 # room -> (the modules in it, as prefixes of dotted names; the rooms it may import besides itself)
 ADAPTERS = ["verl_adapter", "trl", "swift_adapter"]
 ROOMS = {
-    # the framework-free core: nothing of ours outside it (tests/test_core_alone.py: nor any framework)
+    # the framework-free core: nothing of ours outside it (tests/core/test_core_alone.py: nor any framework)
     "core": (["verl_hadw.core"], []),
     "support": (["verl_hadw", "verl_hadw.config_paths", "verl_hadw.console_log", "verl_hadw.plotting",
                  "verl_hadw.verl_support"], []),
@@ -162,3 +164,112 @@ def test_the_cli_imports_no_repro_or_research_module_it_does_not_run(argv):
     assert loaded == "[]"
     expected = [] if argv is None else sorted([f"verl_hadw.cli.{argv[0]}_cmd", "verl_hadw.cli.arguments"])
     assert commands == repr(expected)
+
+
+# ------------------------------------------------------------------------------------------------ the tests' layout
+# tests/ folder -> the rooms (of ROOMS) its test files test (tests/README.md); None: the project's own checks
+TEST_FOLDERS = {
+    "core": ["core"],
+    "verl_adapter": ["verl_adapter"],
+    "trl": ["trl"],
+    "swift_adapter": ["swift_adapter"],
+    "hf_trainer": ["hf_trainer"],
+    "e2e": ["cpu", "toy"],  # verl's real main_ppo on CPU: verl_hadw.cpu and the toy's launcher
+    "repro": ["repro"],
+    "research": ["research"],
+    "cli": ["cli"],
+    "project": None,
+}
+CELL_READERS = {"trl/test_trl_cell.py", "swift_adapter/test_swift_cell.py"}  # read a framework cell's output
+TOP_LEVEL_TESTS: set[str] = set()  # test files allowed at tests/ itself, outside every folder: none
+NAMED_FILE = re.compile(r"[\w./-]+\.(?:py|sh|sbatch)\b")
+RUNNABLE = {p.name: p for folder in (MACHINERY, ROOT / "scripts", ROOT / "examples", ROOT / "benchmarks")
+            for p in sorted(folder.rglob("*")) if p.suffix in (".py", ".sh", ".sbatch")}
+
+
+def all_test_files() -> list[Path]:
+    return sorted(p for p in TESTS.rglob("test_*.py") if "__pycache__" not in p.parts)
+
+
+def room_named(name: str) -> str | None:
+    """The room of a dotted name under verl_hadw (a module, or a name in one), None for no module of ours."""
+    module = max((m for m in MODULES if name == m or name.startswith(m + ".")), key=len, default=None)
+    return None if module is None else room_of(module)
+
+
+def reach(path: Path, seen: set[Path], named: bool) -> set[str]:
+    """The rooms ``path`` imports: itself, and through the machinery and its folder's test files it imports; with
+    ``named``, also the rooms it names (``verl_hadw.x`` or ``verl_hadw/x``: a subprocess's code, a path) and those of
+    the files it names that run (a machinery script, a script, an example, a benchmark), transitively."""
+    if path in seen:
+        return set()
+    seen.add(path)
+    text = path.read_text(encoding="utf-8")
+    rooms, others = set(), set()
+    if path.suffix == ".py":
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names if node.module == "verl_hadw"]
+            else:
+                continue
+            rooms |= {room_named(n) for n in names if n.split(".")[0] == "verl_hadw"} - {None}
+            others |= {n.split(".")[0] for n in names}
+    local = {**{p.stem: p for p in MACHINERY.glob("*.py")}, **{p.stem: p for p in path.parent.glob("test_*.py")}}
+    for module in sorted(others & set(local)):
+        rooms |= reach(local[module], seen, named)
+    if named:
+        rooms |= {room_named(m.replace("/", ".")) for m in re.findall(r"verl_hadw[./]\w+(?:\.\w+)*", text)} - {None}
+        for name in sorted({Path(n).name for n in NAMED_FILE.findall(text)} & set(RUNNABLE)):
+            rooms |= reach(RUNNABLE[name], seen, named)
+    return rooms
+
+
+def test_every_test_file_is_in_the_folder_of_a_room():
+    assert set(TEST_FOLDERS) - {"project", "e2e"} <= set(ROOMS) and "core" in TEST_FOLDERS
+    misplaced = [str(p.relative_to(TESTS)) for p in all_test_files()
+                 if not (p.parent.parent == TESTS and p.parent.name in TEST_FOLDERS)
+                 and not (p.parent == TESTS and p.name in TOP_LEVEL_TESTS)]
+    assert misplaced == [], f"test files outside the rooms' folders (TEST_FOLDERS, tests/README.md): {misplaced}"
+    names = [p.name for p in all_test_files()]
+    assert sorted({n for n in names if names.count(n) > 1}) == [], "test file names must be unique across tests/"
+
+
+def test_each_test_file_tests_a_room_of_its_folder():
+    """It imports a module of the folder's rooms, or names one (a subprocess's code, a script it runs): itself, or
+    through the machinery and its folder's test files. The cells' readers only read a cell's output."""
+    assert len(all_test_files()) > 80
+    strays = []
+    for path in all_test_files():
+        rooms, where = TEST_FOLDERS.get(path.parent.name), str(path.relative_to(TESTS))
+        if rooms is None or where in CELL_READERS:
+            continue
+        if not set(rooms) & reach(path, set(), named=True):
+            strays.append(f"{where} tests none of {rooms}")
+    assert strays == [], "\n".join(strays)
+
+
+def test_the_cores_tests_import_only_the_core():
+    """What the TRL and ms-swift cells run of the core (tests/core/) imports nothing of verl_hadw outside it."""
+    outside = {str(p.relative_to(TESTS)): sorted(rooms - {"core"}) for p in sorted((TESTS / "core").glob("test_*.py"))
+               if (rooms := reach(p, set(), named=False)) - {"core"}}
+    assert outside == {}
+
+
+def test_the_machinery_lives_in_tests_machinery():
+    """Outside tests/machinery/ only test files, conftest.py files and tests/README.md; no __init__.py anywhere."""
+    files = [p for p in TESTS.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+    assert any(p.parent == MACHINERY for p in files) and (TESTS / "README.md").is_file()
+    stray = [str(p.relative_to(TESTS)) for p in files if MACHINERY not in p.parents
+             and not (p.name.startswith("test_") and p.suffix == ".py") and p.name != "conftest.py"
+             and p != TESTS / "README.md"]
+    assert stray == [], f"machinery outside tests/machinery/: {stray}"
+    assert [p for p in files if p.name == "__init__.py"] == []  # verl's wheel installs a top-level ``tests``
+
+
+def test_the_readme_names_every_folder():
+    readme = (TESTS / "README.md").read_text(encoding="utf-8")
+    folders = [p.name for p in TESTS.iterdir() if p.is_dir() and p.name != "__pycache__"]
+    assert set(folders) <= set(TEST_FOLDERS) | {"machinery"}, folders
+    assert [f for f in [*TEST_FOLDERS, "machinery"] if f"`tests/{f}/`" not in readme] == []

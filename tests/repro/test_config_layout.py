@@ -1,15 +1,14 @@
 """configs/: the runs in ``<paper>/experiments/<run>.yaml`` beside the bases they compose from, no Python in it, and
 the one mapping from a run name to its Hydra config name (``repro.compose.config_name``)."""
 
-from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
+from repo_paths import ROOT
 
 from verl_hadw.repro import catalogue as K
 from verl_hadw.repro import compose as C
 
-ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "configs"
 RUN_FILES = sorted(CONFIGS.glob("*/experiments/*.yaml"))
 

@@ -10,9 +10,9 @@ import asyncio
 from collections import Counter, defaultdict
 from fractions import Fraction
 from math import floor
-from pathlib import Path
 
 import pytest
+from repo_paths import FIXTURES
 
 from verl_hadw.repro import catalogue as K
 
@@ -150,7 +150,7 @@ def hadw_validation_batch(tmp_path_factory):
     from verl_hadw.repro import data
     from verl_hadw.repro.compose import compose_run
 
-    fixtures = Path(__file__).resolve().parent / "fixtures" / "data"
+    fixtures = FIXTURES / "data"
     files = {"math500": "math500.jsonl", "aime25": "aime25.csv", "amc23": "amc23.jsonl",
              "minerva": "minerva.jsonl", "olympiadbench": "olympiadbench.jsonl"}
     out = tmp_path_factory.mktemp("data")

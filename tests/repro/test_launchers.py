@@ -1,5 +1,5 @@
-"""scripts/train.sh and scripts/reproduce_*.sh in a fake Slurm + Ray environment (tests/launcher_fakes.py): the
-command train.sh builds, its resume and checkpoint retention, the reproduce scripts' submissions, and the shell
+"""scripts/train.sh and scripts/reproduce_*.sh in a fake Slurm + Ray environment (tests/machinery/launcher_fakes.py):
+the command train.sh builds, its resume and checkpoint retention, the reproduce scripts' submissions, and the shell
 hygiene of every launcher."""
 
 from __future__ import annotations

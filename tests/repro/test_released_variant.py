@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import zlib
 from collections import deque
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 from helpers import algo, flat_config, make_inputs, row_adv
 from omegaconf import OmegaConf
+from repo_paths import ROOT
 from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage
 
 from verl_hadw.repro import catalogue as K
@@ -27,7 +27,6 @@ from verl_hadw.verl_adapter.estimators import compute_dgpo_outcome_advantage, co
 
 pytestmark = pytest.mark.filterwarnings("ignore:Disabled critic as algorithm.adv_estimator != gae")
 
-ROOT = Path(__file__).resolve().parents[1]
 MODELS = ("qwen3_4b", "qwen3_8b", "llama3_3b")
 
 

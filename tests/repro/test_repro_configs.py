@@ -1,7 +1,7 @@
 """The paper-reproduction configs: each composes over verl 0.9.1's ppo_trainer, passes the checks verl's
 ``main_ppo`` runs in the ``python -m`` process (verl's own ``main`` body, Ray and GPUs stubbed) and the plugin's
 validation, quotes the catalogue's numbers, and differs from its baseline only where the paper does. The papers'
-hyperparameters and switches: tests/test_repro_settings.py; what a plan costs: tests/test_repro_costs.py.
+hyperparameters and switches: tests/repro/test_repro_settings.py; what a plan costs: tests/repro/test_repro_costs.py.
 """
 
 from __future__ import annotations

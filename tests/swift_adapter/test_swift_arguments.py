@@ -3,10 +3,10 @@ lists, a typo gets "did you mean" (ours or swift's), values are checked naming t
 methods cannot honour is refused in one line (``settings.REFUSALS``), as is a DGPO loss type under which
 valid-token averaging would not be exact."""
 
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from repo_paths import ROOT
 from swift_runs import toy_arguments
 
 from verl_hadw.core.errors import ConfigError
@@ -16,7 +16,7 @@ from verl_hadw.swift_adapter.pipeline import parse
 from verl_hadw.swift_adapter.settings import REFUSALS, check_trainer, loss_type_table, refusals_table
 from verl_hadw.swift_adapter.swift_flags import help_text
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "swift.md"
+DOCS = ROOT / "docs" / "swift.md"
 
 
 def argv(assets, tmp_path, *flags, **extra):

@@ -1,8 +1,9 @@
-"""The ms-swift cells (``tests/swift_install_cell.py``, run by the session's stage as the ``swift_cell_oldest`` and
-``swift_cell_newest`` launches beside the other tests): at each end of ``SWIFT_RANGE``, the ``[swift]`` extra adds
-verl-hadw to an environment where ms-swift went first and changes nothing else; the swift adapter's tests
-(``tests/swift_cell/``: end to end through swift's pipeline and ``verl-hadw-swift rlhf`` on two CPU ranks) and the
-core's (``tests/test_core_*.py``) pass there. The HA-DW / DGPO runs' generation batches, replayed through TRL's
+"""The ms-swift cells (``tests/machinery/swift_install_cell.py``, run by the session's stage as the
+``swift_cell_oldest`` and ``swift_cell_newest`` launches beside the other tests): at each end of ``SWIFT_RANGE``, the
+``[swift]`` extra adds verl-hadw to an environment where ms-swift went first and changes nothing else; the swift
+adapter's tests (every test file of ``tests/swift_adapter/`` but this reader: end to end through swift's pipeline and
+``verl-hadw-swift rlhf`` on two CPU ranks), the core's (``tests/core/``) and those of ``tests/hf_trainer/`` once it
+has tests pass there. The HA-DW / DGPO runs' generation batches, replayed through TRL's
 adapter and verl's estimator here, give the advantages swift trained on."""
 
 import json
@@ -13,6 +14,7 @@ import numpy as np
 import pytest
 import torch
 from e2e_runs import SWIFT_NEWEST, SWIFT_OLDEST
+from repo_paths import ROOT, TESTS
 from trl_helpers import config, trainer
 
 from verl_hadw import SWIFT_RANGE
@@ -20,7 +22,6 @@ from verl_hadw.verl_adapter.estimators import compute_dgpo_outcome_advantage, co
 from verl_hadw.verl_adapter.process_state import reset
 
 pytestmark = pytest.mark.slow
-CELL = Path(__file__).parent / "swift_cell"
 RUNS = {  # the cell's kept runs -> (TRL config overrides, verl's estimator)
     "hadw": ({}, compute_hadw_outcome_advantage),
     "dgpo": ({"adv_estimator": "dgpo"}, compute_dgpo_outcome_advantage),
@@ -42,14 +43,14 @@ def test_the_swift_extra_changes_nothing_a_swift_user_has_and_the_adapters_tests
     assert run.code == 0, run.output[-6000:]
     assert f"[swift {version}] added: ['verl-hadw']" in run.output
     passed = set(re.findall(r"^PASSED (tests/[\w/]+\.py)::", run.output, re.M))
-    expected = {f"tests/swift_cell/{p.name}" for p in CELL.glob("test_*.py")}
-    expected |= {f"tests/{p.name}" for p in Path(__file__).parent.glob("test_core_*.py")}
+    expected = {str(p.relative_to(ROOT)) for folder in ("core", "swift_adapter", "hf_trainer")
+                for p in (TESTS / folder).glob("test_*.py") if p.name != Path(__file__).name}
     assert passed == expected, (sorted(expected - passed), run.output[-3000:])
     for test in ("test_resume_from_step_2_continues_the_uninterrupted_run_bit_for_bit",
                  "test_the_command_line_trains_hadw_and_every_rank_holds_the_same_anchor",
                  "test_switched_off_it_is_swifts_grpo_bit_for_bit[dapo]"):
-        assert f"PASSED tests/swift_cell/test_swift_training.py::{test}" in run.output, run.output[-3000:]
-    ranks = 1 if launch.endswith("oldest") else 2  # the oldest's cell is lean (tests/swift_install_cell.py)
+        assert f"PASSED tests/swift_adapter/test_swift_training.py::{test}" in run.output, run.output[-3000:]
+    ranks = 1 if launch.endswith("oldest") else 2  # the oldest's cell is lean (tests/machinery/swift_install_cell.py)
     assert f"[swift cell] ranks {ranks}: anchors after each step" in run.output
     assert re.search(r"^\d+ passed", run.output, re.M) and not re.search(r"\d+ (failed|error|skipped)", run.output)
     assert f"[swift {version}] every check passed" in run.output

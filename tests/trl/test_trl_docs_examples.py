@@ -9,11 +9,10 @@ told bf16 is available and torch runs the bf16 autocast on the CPU (TRL's own de
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 BLOCK = re.compile(r"```python\n(.*?)```", re.S)
 
 

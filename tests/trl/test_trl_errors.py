@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from repo_paths import ROOT
 from trl import GRPOConfig
 from trl_helpers import accuracy, config, trainer
 
@@ -33,8 +34,6 @@ from verl_hadw.trl import HadwGRPOConfig, HadwGRPOTrainer
 from verl_hadw.trl.grpo_config import declared_fields, fields_table
 from verl_hadw.trl.loss_types import LOSS_TYPES, check_loss_type, loss_type_table
 from verl_hadw.trl.trainer_anchor import TrainerAnchor
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def refused(match: str, **overrides):

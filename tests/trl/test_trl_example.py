@@ -8,11 +8,10 @@ import re
 import shlex
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 COMMAND = re.compile(r"^python examples/trl_hadw\.py\b.*$", re.M)
 
 

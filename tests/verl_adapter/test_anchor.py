@@ -113,7 +113,8 @@ def test_serialisation_round_trip_continues_bit_for_bit(cfg):
 def test_a_state_built_from_a_dict_never_changes_that_dict():
     """The Ray store keeps the actor's last state as its mirror; a preview rebuilds a state from it and observes the
     call. The mirror must come out untouched: rebuilt after a lost node, a mirror whose ``calls`` already listed the
-    call would drop that call's counts (CI caught it: tests/test_anchor_cluster.py, y_t of step 5 short of call 1)."""
+    call would drop that call's counts (CI caught it: tests/verl_adapter/test_anchor_cluster.py, y_t of step 5 short of
+    call 1)."""
     state = AnchorState(config=AnchorConfig(window=2))
     for t in (1, 2, 3):
         state.observe(t, 0, 3, 8)

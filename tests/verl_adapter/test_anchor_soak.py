@@ -24,7 +24,7 @@ from verl_hadw.verl_adapter import anchor_client as anchor_client
 from verl_hadw.verl_adapter.anchor_stores import actor_name
 from verl_hadw.verl_adapter.run_options import parse_hadw
 
-pytestmark = [pytest.mark.slow, pytest.mark.ray_driver]  # a Ray driver: a child pytest (tests/own_process.py)
+pytestmark = [pytest.mark.slow, pytest.mark.ray_driver]  # a Ray driver: a child pytest (tests/machinery/own_process.py)
 
 STEPS = 10_000
 WARMUP = 1_000  # RSS is compared between the end of the warm-up and the end of the soak

@@ -1,6 +1,6 @@
 """HA-DW with DAPO's dynamic sampling (algorithm.filter_groups.enable=true) is refused before training.
 
-The end-to-end refusal through verl's main_ppo is in tests/test_e2e_modes.py; these check the decision and the
+The end-to-end refusal through verl's main_ppo is in tests/e2e/test_e2e_modes.py; these check the decision and the
 message on the config alone, and that verl 0.9.1 still filters where the refusal says it does.
 """
 

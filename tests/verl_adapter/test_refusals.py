@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import torch
 from helpers import algo, make_inputs
+from repo_paths import ROOT
 from verl.utils.skip.skip_manager import SkipManager
 
 from verl_hadw.verl_adapter import metrics, process_state
@@ -22,7 +23,6 @@ from verl_hadw.verl_adapter.estimators import compute_dgpo_outcome_advantage as 
 from verl_hadw.verl_adapter.estimators import compute_hadw_outcome_advantage as hadw
 from verl_hadw.verl_adapter.process_state import PROCESS
 
-ROOT = Path(__file__).resolve().parents[1]
 CHECKED = ("verl_hadw/core/groups.py", "verl_hadw/core/group_labels.py", "verl_hadw/core/advantages.py")
 
 

@@ -1,21 +1,21 @@
 """An anchor file written by verl-hadw 0.3 resumes exactly under this version.
 
-``tests/fixtures/anchor_v0_3`` is a v1 checkpoint folder as 0.3's callback left it (written by the code of
+``tests/machinery/fixtures/anchor_v0_3`` is a v1 checkpoint folder as 0.3's callback left it (written by the code of
 d39b795, before the core/adapter split: ``CheckpointFiles.on_checkpoint`` after six steps of two calls each). This
 version's checkpoint back-end restores it, and the anchor continues exactly as an uninterrupted run of this version.
 """
 
 import json
 import shutil
-from pathlib import Path
 
 from omegaconf import OmegaConf
+from repo_paths import FIXTURES
 
 from verl_hadw.core.anchor import AnchorState
 from verl_hadw.verl_adapter.checkpoint_files import CheckpointFiles
 from verl_hadw.verl_adapter.run_options import options_of, parse_hadw
 
-FIXTURE = Path(__file__).resolve().parent / "fixtures" / "anchor_v0_3"
+FIXTURE = FIXTURES / "anchor_v0_3"
 ALGORITHM = {"adv_estimator": "hadw", "norm_adv_by_std_in_grpo": True,
              "hadw": {"state_key": "fixture/v0.3", "anchor": {"eta": 3.0, "window": 3}}}
 

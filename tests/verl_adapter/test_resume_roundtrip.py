@@ -11,20 +11,19 @@ posterior, y_t, η_t, σ_t and every advantage must match the uninterrupted run 
 
 import itertools
 import json
-import os
 import subprocess
 import sys
 
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from repo_paths import MACHINERY
 from resume_cases import canonical, run
 
 from verl_hadw.verl_adapter import process_state
 
 pytestmark = pytest.mark.slow  # one fresh process for all cases: tens of seconds
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 COMBINATIONS = list(
     itertools.product(
         ("v1", "legacy"),
@@ -76,8 +75,8 @@ def test_every_option_combination_resumes_in_a_fresh_process_bit_for_bit(tmp_pat
     with open(tmp_path / "cases.json", "w") as f:
         json.dump(cases, f)
     proc = subprocess.run(
-        [sys.executable, os.path.join(HERE, "resume_cases.py"), str(tmp_path / "cases.json")],
-        capture_output=True, text=True, cwd=HERE,
+        [sys.executable, str(MACHINERY / "resume_cases.py"), str(tmp_path / "cases.json")],
+        capture_output=True, text=True, cwd=MACHINERY,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     resumed = {r["id"]: r["rows"] for r in (json.loads(line[5:]) for line in proc.stdout.splitlines()

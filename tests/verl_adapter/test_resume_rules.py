@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from anchor_run import batch, config, run
 from omegaconf import OmegaConf
+from repo_paths import ROOT
 from verl.trainer.ppo.ray_trainer import compute_advantage
 from verl.utils.skip.skip_manager import SkipManager
 
@@ -22,7 +23,7 @@ from verl_hadw.verl_adapter import process_state
 from verl_hadw.verl_adapter.legacy_snapshots import SNAPSHOT_DIR
 from verl_hadw.verl_adapter.run_options import options_of, parse_hadw
 
-RESUME_PAGE = Path(__file__).resolve().parent.parent / "docs" / "reliability.md"  # "Resuming under changed options"
+RESUME_PAGE = ROOT / "docs" / "reliability.md"  # "Resuming under changed options"
 
 
 def _user_keys(cls, prefix):

@@ -1,6 +1,6 @@
 """The advantages the real TRL ``GRPOTrainer`` (through ``HadwGRPOTrainer``) trains on equal what verl's registered
 estimator returns for the same rewards and groups, generation batch by generation batch, replayed in order from a
-fresh anchor as the run's. Needs both frameworks: the test environment (the TRL-only tests: tests/test_trl_*.py).
+fresh anchor as the run's. Needs both frameworks: the test environment (the TRL-only tests: tests/trl/).
 """
 
 from __future__ import annotations

@@ -84,7 +84,7 @@ def test_trainer_step_k_calls_share_prior_through_verl():
 
 def test_dgpo_alone_files_the_k_calls_of_a_trainer_step_under_that_step():
     """DGPO without HA-DW (``steps.stateless_step``): the K mini-batch calls of a separate_async step add up under
-    verl's step, every group once per call (the async launches train HA-DW over DGPO, tests/test_e2e_modes.py)."""
+    verl's step, every group once per call (the async launches train HA-DW over DGPO, tests/e2e/test_e2e_modes.py)."""
     config = verl_algorithm("dgpo", state_key="dgpo-k-calls")
     for step in (1, 2):
         SkipManager.set_step(step)
@@ -156,7 +156,8 @@ def test_core_modules_import_without_torch_ray_or_files():
 
 @pytest.mark.slow
 def test_doctor_reports_a_working_install(capsys):
-    """In this process (a fresh one runs the doctor in every CI run: scripts/test_cpu.sh, tests/test_ci_steps.py)."""
+    """In this process (a fresh one runs the doctor in every CI run: scripts/test_cpu.sh,
+    tests/project/test_ci_steps.py)."""
     import verl
 
     from verl_hadw.cli import main
@@ -181,7 +182,7 @@ def _full_config(**trainer):
     ({"save_freq": 5, "use_v1": False}, False),  # the legacy trainer: the estimator writes snapshots itself
     ({"save_freq": 5, "checkpoint_callback_class": "verl_hadw.callback.HadwCheckpointCallback"}, False),
 ])
-@pytest.mark.verl091  # on verl 0.9.0 snapshots save the anchor: tests/test_verl_versions.py
+@pytest.mark.verl091  # on verl 0.9.0 snapshots save the anchor: tests/verl_adapter/test_verl_versions.py
 def test_hadw_on_the_v1_trainer_saving_checkpoints_without_the_callback_warns_at_its_first_call(trainer, warns):
     import warnings
 

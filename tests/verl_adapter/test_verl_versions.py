@@ -9,7 +9,7 @@
   absence is faked (``verl_support.has_checkpoint_callback``), so every check runs the 0.9.0 path through verl
   0.9.1's own ``compute_advantage`` and ``SkipManager``, which 0.9.0 shares (their code is identical); in an
   environment with verl 0.9.0 the same tests run it for real (``HOOK`` then has only the absent case), and
-  ``tests/test_verl090_e2e.py`` runs 0.9.0's real ``main_ppo``.
+  ``tests/e2e/test_verl090_e2e.py`` runs 0.9.0's real ``main_ppo``.
 """
 
 import importlib
@@ -18,11 +18,11 @@ import os
 import subprocess
 import sys
 import warnings
-from pathlib import Path
 
 import pytest
 from anchor_run import batch, verl_save
 from omegaconf import OmegaConf
+from repo_paths import ROOT
 from verl.trainer.ppo.ray_trainer import compute_advantage
 from verl.utils.skip.skip_manager import SkipManager
 
@@ -33,7 +33,6 @@ from verl_hadw.verl_adapter import config_check, metrics, process_state
 from verl_hadw.verl_adapter.legacy_snapshots import SNAPSHOT_DIR, LegacySnapshots, from_config
 from verl_hadw.verl_support import UnsupportedVerlError
 
-ROOT = Path(__file__).resolve().parents[1]
 KEY = "proj/v090"
 CALLBACK = "verl_hadw.callback.HadwCheckpointCallback"
 REAL_HOOK = verl_support.has_checkpoint_callback()

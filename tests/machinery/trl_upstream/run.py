@@ -8,8 +8,8 @@ revision to take them from (``--rev``: the release's tag, e.g. ``v1.9.0``). ``te
 under ``--work`` (default: ``$TMPDIR/trl-upstream``), beside a one-line ``pytest.ini``; the installed TRL is
 whatever this Python has.
 
-    python tests/trl_upstream/run.py --trl-git ~/src/trl --rev v1.9.0                # the whole file, both trainers
-    python tests/trl_upstream/run.py --trl-git ~/src/trl --rev v1.9.0 --subset ci --trainers hadw   # CI's subset
+    python tests/machinery/trl_upstream/run.py --trl-git ~/src/trl --rev v1.9.0      # the whole file, both trainers
+    python tests/machinery/trl_upstream/run.py --trl-git ~/src/trl --rev v1.9.0 --subset ci --trainers hadw  # CI subset
 
 What the two runs share and what differs is in ``plugin.py`` (the names patched, the success threshold HA-DW is
 given, the stand-ins) and ``standins.py``. The two pytest processes run side by side (``--jobs``), each on one torch
@@ -32,7 +32,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 FILES = ("__init__.py", "conftest.py", "testing_utils.py", "test_grpo_trainer.py")
 
-# The subset for a CI that can reach a TRL clone (this project's cannot: it runs tests/test_trl_features.py, our
+# The subset for a CI that can reach a TRL clone (this project's cannot: it runs tests/trl/test_trl_features.py, our
 # own test of each of these features): one or two tests per TRL feature the override meets (``plugin.matches``: a
 # name selects all its parameter sets, "name[a]" those with a; TRL 1.0-1.6 name them test_training_*). Cost:
 # docs/trl.md.
