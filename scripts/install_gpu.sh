@@ -21,7 +21,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# verl 0.9.1's pins (its [vllm] and [fsdp] extras; tests/test_packaging.py checks them against verl's metadata)
+# verl 0.9.1's pins (its [vllm] and [fsdp] extras; tests/project/test_packaging.py checks them against verl's metadata)
 TORCH=(torch==2.11.0 torchvision==0.26.0 torchaudio==2.11.0)
 FLASH_ATTN=flash-attn==2.8.3
 PROJECT=(-e ".[gpu,repro]")

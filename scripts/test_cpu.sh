@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install (if needed) and run the whole test suite on CPU. This is what CI runs (.ci/run).
-# Arguments go to pytest (without any, it runs tests/). Every step can fail the run: tests/test_ci_steps.py plants
-# the fault each one exists to catch. The docs build (mkdocs --strict) is a test: tests/test_docs_build.py.
+# Arguments go to pytest (without any, it runs tests/). Every step can fail the run: tests/project/test_ci_steps.py plants
+# the fault each one exists to catch. The docs build (mkdocs --strict) is a test: tests/project/test_docs_build.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 begin=$SECONDS

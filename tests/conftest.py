@@ -8,11 +8,20 @@ from pathlib import Path
 
 import pytest
 
+# The tests' machinery (helpers, fixtures, stand-ins, the cells' scripts) is tests/machinery/, imported by name
+# (``from helpers import ...``): on sys.path before anything imports it, in every process that loads this conftest
+# (the session, its child pytest, the framework cells' pytest). tests/ has no __init__.py (tests/README.md).
+sys.path.insert(0, str(Path(__file__).resolve().parent / "machinery"))
+
+from repo_paths import MACHINERY, TESTS  # noqa: E402
+
 pytest_plugins = ["own_process"]  # tests that start a Ray driver run in a child pytest
 
-# The ms-swift cells' tests need ms-swift, which pins trl<1.0 and so never shares this environment (TRL 1.x): they run
-# in the cells' own environments (tests/swift_install_cell.py, read by tests/test_swift_cell.py), not here.
-collect_ignore = [] if importlib.util.find_spec("swift") else ["swift_cell"]
+# The ms-swift adapter's tests need ms-swift, which pins trl<1.0 and so never shares this environment (TRL 1.x): they
+# run in the cells' own environments (tests/machinery/swift_install_cell.py), not here; the cells' reader does.
+SWIFT_READER = "test_swift_cell.py"
+collect_ignore = [] if importlib.util.find_spec("swift") else [
+    str(p.relative_to(TESTS)) for p in sorted((TESTS / "swift_adapter").glob("test_*.py")) if p.name != SWIFT_READER]
 
 
 def pytest_configure(config):
@@ -27,7 +36,8 @@ def pytest_configure(config):
 @pytest.fixture(autouse=True)
 def _fresh_process_state():
     """Each test starts as a fresh process: no anchors, no buffered metrics, verl's step unset. Without verl (the
-    TRL cell's environment, tests/trl_install_cell.py) verl's adapter cannot be imported, so it holds nothing."""
+    TRL cell's environment, tests/machinery/trl_install_cell.py) verl's adapter cannot be imported, so it holds
+    nothing."""
     if importlib.util.find_spec("verl") is None:
         yield
         return
@@ -51,7 +61,7 @@ def launches_of(items) -> list[str]:
 
             unknown = [n for n in marker.args if n not in LAUNCHES]
             if unknown:
-                raise pytest.UsageError(f"{item.nodeid}: unknown e2e launch {unknown}; see tests/e2e_runs.py")
+                raise pytest.UsageError(f"{item.nodeid}: unknown e2e launch {unknown}; see tests/machinery/e2e_runs.py")
             names += [n for n in marker.args if n not in names]
     return names
 
@@ -68,8 +78,9 @@ def pytest_collection_modifyitems(config, items):
 
 
 class Stage:
-    """The launches' stage (tests/e2e_stage.py), a process of its own; ``result(name)`` waits for a launch's record
-    and gives what the tests read (``e2e_runs.load``). A launch that failed fails its readers with its log tail."""
+    """The launches' stage (tests/machinery/e2e_stage.py), a process of its own; ``result(name)`` waits for a
+    launch's record and gives what the tests read (``e2e_runs.load``). A launch that failed fails its readers with its
+    log tail."""
 
     def __init__(self, root: Path, names: list[str], proc: subprocess.Popen | None):
         self.root, self.names, self.proc = root, names, proc
@@ -114,7 +125,8 @@ class Stage:
 @pytest.fixture(scope="session", autouse=True)
 def _e2e_stage(request, tmp_path_factory):
     """Starts the selected tests' launches at the session's first test, in the stage's own process
-    (tests/e2e_stage.py). ``VERL_HADW_E2E_DIR`` reuses the records a stage left in that folder and runs the rest."""
+    (tests/machinery/e2e_stage.py). ``VERL_HADW_E2E_DIR`` reuses the records a stage left in that folder and runs the
+    rest."""
     names = launches_of(request.session.items)  # the tests that will run, after -m / -k
     if not names:
         yield None
@@ -129,7 +141,7 @@ def _e2e_stage(request, tmp_path_factory):
     todo = [n for n in every if reuse is None or read_record(root, n) is None]
     proc = None
     if todo:
-        cmd = [sys.executable, str(Path(__file__).with_name("e2e_stage.py")), "--root", str(root),
+        cmd = [sys.executable, str(MACHINERY / "e2e_stage.py"), "--root", str(root),
                "--workers", str(workers_from_env()), *todo]
         with open(root / "stage.log", "a") as log:
             proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)

@@ -1,0 +1,114 @@
+"""The ms-swift cells: the ``[swift]`` extra installs into an environment where ms-swift went first and changes
+nothing there; that environment passes the swift adapter's tests and the core's. One cell per end of
+``SWIFT_RANGE`` (ms-swift 4.x pins ``trl<1.0``: it never shares the test environment, which holds TRL 1.x).
+
+    python tests/machinery/swift_install_cell.py VERSION WORKDIR [--lean]
+
+A script, not a test file: the session's stage runs it in the background beside the other tests (it waits on pip
+much of its time), and ``tests/swift_adapter/test_swift_cell.py`` reads its exit code and output; an assertion here
+fails it.
+
+A fresh virtualenv gets ms-swift ``VERSION`` first, with CPU torch and ``msgspec`` (swift imports it without
+declaring it), as a swift user's machine has them (uv lays it, from its cache); then this checkout's ``[swift]``
+extra, with pip. ``pip freeze`` before and
+after: ``verl-hadw`` added, nothing else added or changed, none of verl, Ray, vLLM or TRL's adapter's TRL 1.x. Then
+pytest (pinned to what is installed), and ``tests/swift_adapter/`` (the adapter, end to end through swift's pipeline
+and ``verl-hadw-swift rlhf`` on two CPU ranks; but the cells' reader), ``tests/core/`` (the equations, the anchor, the
+file format) and, once it has tests, ``tests/hf_trainer/`` run there against the installed package. The HA-DW / DGPO
+runs' records are kept under ``WORKDIR/records`` for ``test_swift_cell.py``'s comparison with TRL's adapter and
+verl's estimator. ``--lean`` (the oldest release's
+cell, for CI's time): the command-line run on one rank instead of two, and the switched-off comparison under swift's
+``dapo`` loss only; the newest release's cell runs all of it.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from repo_paths import ROOT, TESTS
+
+FORBIDDEN = {"verl", "ray", "vllm", "wandb"}
+FOLDERS = ("core", "swift_adapter", "hf_trainer")  # the tests/ folders run here, those present
+READER = TESTS / "swift_adapter" / "test_swift_cell.py"  # reads this script's output (in the test environment)
+
+
+def sh(*cmd, cwd=None, env=None, timeout=1800):
+    base = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PIP_REQUIRE_VIRTUALENV")}
+    base.update(HF_HUB_OFFLINE="1", HF_HUB_DISABLE_TELEMETRY="1", WANDB_MODE="disabled", **(env or {}))
+    proc = subprocess.run([str(c) for c in cmd], cwd=cwd, env=base, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, f"{cmd}\n{proc.stdout[-6000:]}\n{proc.stderr[-3000:]}"
+    return proc.stdout
+
+
+def freeze(python: Path) -> dict[str, str]:
+    """name -> version (or the line, for a non-``==`` entry) of ``pip freeze``."""
+    out = {}
+    for line in sh(python, "-m", "pip", "freeze", "--all").splitlines():
+        name, sep, version = line.partition("==")
+        if not sep:  # "name @ file:///..." (a local install)
+            name, _, version = line.partition(" @ ")
+        out[re.sub(r"[-_.]+", "-", name.strip()).lower()] = version.strip()
+    return out
+
+
+def main(version: str, workdir: Path, lean: bool = False) -> int:
+    timings, tag = {}, f"[swift {version}]"
+    venv = workdir / "venv"
+    start = time.monotonic()
+    # The swift user's environment as it was before our extra: laid by uv from its cache (seconds, where pip takes
+    # ~100 s unpacking torch), with pip in it (--seed); our extra then goes in with pip, as a user installs it.
+    uv = Path(sys.executable).with_name("uv")
+    sh(uv, "venv", "-q", "--seed", "--python", sys.executable, venv)
+    python = venv / "bin" / "python"
+    sh(uv, "pip", "install", "-q", "--python", python, "-c", ROOT / "constraints-cpu.txt", f"ms-swift=={version}",
+       "msgspec")
+    timings["ms-swift first"] = time.monotonic() - start
+    before = freeze(python)
+    assert before["ms-swift"] == version and "trl" in before
+
+    start = time.monotonic()
+    # from a copy of the checkout: pip builds in the source tree, and the other cells build from this one meanwhile
+    source = workdir / "source"
+    top = {".git", ".venv", "build", "site", "outputs", "runs", "data"}  # the checkout's own, none of the package
+    shutil.copytree(ROOT, source, ignore=lambda folder, names: [
+        n for n in names if n == "__pycache__" or n.endswith(".egg-info") or (Path(folder) == ROOT and n in top)])
+    sh(python, "-m", "pip", "install", "-q", "--no-compile", f"{source}[swift]")  # no constraints: none may need one
+    timings["the [swift] extra"] = time.monotonic() - start
+    after = freeze(python)
+    # in CI's output (tests/swift_adapter/test_swift_cell.py prints this script's output), passed or not
+    print(f"\n{tag} pip freeze before: " + " ".join(f"{k}=={v}" for k, v in sorted(before.items())))
+    print(f"{tag} pip freeze after:  " + " ".join(f"{k}=={v}" for k, v in sorted(after.items())))
+    changed = {k: (v, after.get(k)) for k, v in before.items() if after.get(k) != v}
+    assert changed == {}, f"installed versions changed: {changed}"
+    added = sorted(after.keys() - before.keys())
+    print(f"{tag} added: {added}", flush=True)
+    assert added == ["verl-hadw"], added
+    assert not FORBIDDEN & set(after), sorted(FORBIDDEN & set(after))
+
+    sh(python, "-c", "import sys, verl_hadw.swift_adapter.grpo_trainer; loaded = set(sys.modules); "
+                     "assert not {'verl', 'ray', 'verl_hadw.trl', 'verl_hadw.verl_adapter'} & loaded, loaded")
+
+    start = time.monotonic()
+    pins = workdir / "installed.txt"
+    pins.write_text("".join(f"{k}=={v}\n" for k, v in after.items() if re.fullmatch(r"[0-9][0-9a-z.+]*", v)))
+    sh(python, "-m", "pip", "install", "-q", "--no-compile", "-c", pins, "pytest")
+    folders = [str((TESTS / name).relative_to(ROOT)) for name in FOLDERS if (TESTS / name).is_dir()]  # by path
+    subset = ["-k", "not switched_off or dapo"] if lean else []
+    out = sh(venv / "bin" / "pytest", "-q", "-rA", "-s", "-p", "no:cacheprovider", "--basetemp", workdir / "pytest",
+             *subset, "--ignore", READER.relative_to(ROOT), *folders, cwd=ROOT,
+             env={"SWIFT_CELL_KEEP": str(workdir / "records"), "SWIFT_CELL_RANKS": "1" if lean else "2"})
+    timings[f"pytest ({' '.join(folders)})"] = time.monotonic() - start
+    keep = ("PASSED ", "[swift cell]")
+    print("\n".join(line for line in out.splitlines() if line.startswith(keep) or re.match(r"^\d+ passed", line)))
+    print(f"{tag} records: {workdir / 'records'}")
+    print(f"{tag} timings (s): " + ", ".join(f"{k} {v:.0f}" for k, v in timings.items()))
+    print(f"{tag} every check passed", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1], Path(sys.argv[2]).resolve(), lean="--lean" in sys.argv[3:]))

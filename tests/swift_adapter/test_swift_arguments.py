@@ -1,0 +1,115 @@
+"""``verl-hadw-swift rlhf``'s command line before anything loads: every HA-DW / DGPO option is a flag ``--help``
+lists, a typo gets "did you mean" (ours or swift's), values are checked naming the flag, and every swift setting the
+methods cannot honour is refused in one line (``settings.REFUSALS``), as is a DGPO loss type under which
+valid-token averaging would not be exact."""
+
+from types import SimpleNamespace
+
+import pytest
+from repo_paths import ROOT
+from swift_runs import toy_arguments
+
+from verl_hadw.core.errors import ConfigError
+from verl_hadw.core.option_fields import declared_fields
+from verl_hadw.hf_trainer.adapter_fields import check_accuracy_index
+from verl_hadw.swift_adapter import version as swift_version
+from verl_hadw.swift_adapter.grpo_config import help_text
+from verl_hadw.swift_adapter.refusals import LOSS_TYPES, REFUSALS, check_trainer, refusals_table
+from verl_hadw.swift_adapter.rlhf import parse
+
+DOCS = ROOT / "docs" / "swift.md"
+
+
+def argv(assets, tmp_path, *flags, **extra):
+    return toy_arguments(assets, tmp_path / "out", **extra) + list(flags)
+
+
+def test_help_lists_every_option_as_a_flag():
+    text = help_text()
+    for name in [*declared_fields(), "adv_estimator", "accuracy_reward_index"]:
+        assert f"--{name}" in text, name
+
+
+def test_the_options_reach_the_run_checked(assets, tmp_path):
+    args, ours = parse(argv(assets, tmp_path, "--adv_estimator", "hadw", "--hadw_lambda_scale", "1.5",
+                            "--hadw_anchor_init", "0.3", "--scale_rewards", "none"))
+    assert ours.hadw_options().lambda_scale == 1.5 and ours.hadw_options().anchor.init == 0.3
+    assert args.scale_rewards == "none" and ours.norm_by_std() is False
+    assert parse(argv(assets, tmp_path))[1].norm_by_std() is True  # swift's default scale_rewards: group
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--hadw_lamda_scale", "1.2"], "Unknown argument --hadw_lamda_scale. Did you mean --hadw_lambda_scale?"),
+    (["--lambda_scale", "1.2"], "Unknown argument --lambda_scale. Did you mean --hadw_lambda_scale?"),
+    (["--num_generaions", "4"], "Unknown argument --num_generaions. Did you mean --num_generations?"),
+    (["--hadw_lambda_scale", "-1"], "--hadw_lambda_scale=-1.0 is out of range"),
+    (["--adv_estimator", "gdpo"], "invalid choice: 'gdpo'"),
+    (["--hadw_anchor_init", "first"], "--hadw_anchor_init"),
+])
+def test_a_wrong_flag_is_refused_naming_it(assets, tmp_path, flags, message, capsys):
+    with pytest.raises((ConfigError, SystemExit)) as raised:
+        parse(argv(assets, tmp_path, *flags))
+    text = str(raised.value) if raised.type is ConfigError else capsys.readouterr().err
+    assert message in text
+
+
+REFUSED = {  # each row of REFUSALS -> a command line that sets it
+    "--rlhf_type other than grpo": ["--rlhf_type", "dpo"],
+    "--advantage_estimator rloo or reinforce_plus_plus": ["--advantage_estimator", "rloo"],
+    "--scale_rewards batch": ["--scale_rewards", "batch"],
+    "--scale_rewards gdpo": ["--scale_rewards", "gdpo"],
+    "--dynamic_sample true": ["--dynamic_sample", "true"],
+    "--kl_in_reward true": ["--kl_in_reward", "true"],
+    "--sequence_parallel_size > 1": ["--sequence_parallel_size", "2"],
+    "--use_flash_ckpt true": ["--use_flash_ckpt", "true"],
+    "--advantage_reweight rlsd, --sdar_loss_coef > 0": ["--advantage_reweight", "rlsd"],
+    "--teacher_model, --teacher_model_server": ["--teacher_model_server", "http://127.0.0.1:1"],
+    "--loss_type real": ["--loss_type", "real"],
+}
+
+
+def test_every_refusal_has_a_command_line_here():
+    assert set(REFUSED) == {setting for setting, _, _ in REFUSALS}
+
+
+@pytest.mark.parametrize("setting", list(REFUSED))
+def test_each_swift_setting_the_methods_cannot_honour_is_refused_in_one_line(assets, tmp_path, setting):
+    """Refused by the adapter, naming the setting; a setting this swift release does not have is refused by its
+    parser (swift's own message, or ours with "did you mean")."""
+    with pytest.raises((ConfigError, ValueError, AssertionError)) as raised:
+        parse(argv(assets, tmp_path, *REFUSED[setting]))
+    text = str(raised.value)
+    if raised.type is ConfigError and not text.startswith("Unknown argument"):
+        assert text.startswith(f"{setting} is not supported with --adv_estimator hadw: ") and "\n" not in text
+
+
+@pytest.mark.parametrize("extra, message", [
+    ({}, "--loss_type grpo averages each completion over its own length first"),  # swift's default under GRPO
+    ({"loss_type": "bnpo"}, "--loss_type bnpo divides by each process's micro-batch tokens"),
+    ({"loss_type": "dapo", "steps_per_generation": 2}, "--steps_per_generation 2 with --gradient_accumulation_steps 1"),
+])
+def test_dgpos_valid_token_averaging_is_refused_where_it_would_not_be_exact(assets, tmp_path, extra, message):
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
+        parse(argv(assets, tmp_path, "--adv_estimator", "dgpo", **extra))
+    parse(argv(assets, tmp_path, "--adv_estimator", "dgpo", "--dgpo_valid_token_norm", "false", **extra))
+    parse(argv(assets, tmp_path, "--adv_estimator", "dgpo", loss_type="dapo"))
+
+
+def test_what_swift_decides_when_it_builds_the_trainer_is_checked_there(assets, tmp_path):
+    _, ours = parse(argv(assets, tmp_path, "--accuracy_reward_index", "1"))
+    with pytest.raises(ConfigError, match="sample count varies per prompt"):
+        check_trainer(SimpleNamespace(dynamic_num_samples=True, reward_func_names=["acc"]), ours)
+    check_trainer(SimpleNamespace(dynamic_num_samples=False, reward_func_names=["acc"]), ours)
+    with pytest.raises(ConfigError, match=r"--accuracy_reward_index 1 is out of range: .*0: acc"):
+        check_accuracy_index(ours.accuracy_reward_index, ["acc"], ours.terms)  # hf_trainer's, once swift built them
+
+
+def test_a_swift_outside_the_range_is_refused_naming_it(monkeypatch):
+    monkeypatch.setattr(swift_version, "installed_swift", lambda: "3.12.0")
+    with pytest.raises(ConfigError, match=r"supports ms-swift>=4\.3\.0,<4\.7; the installed ms-swift is 3\.12\.0"):
+        swift_version.check_swift_version()
+
+
+def test_the_docs_show_the_tables():
+    text = DOCS.read_text()
+    assert refusals_table() in text and LOSS_TYPES.table_markdown() in text
