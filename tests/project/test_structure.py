@@ -192,7 +192,7 @@ def test_the_cli_imports_no_repro_or_research_module_it_does_not_run(argv):
 # tests/ folder -> the rooms (of ROOMS) its test files test (tests/README.md); None: the project's own checks
 TEST_FOLDERS = {
     "core": ["core"],
-    "verl_adapter": ["verl_adapter"],
+    "verl_adapter": VERL_ROOMS,  # its doors and its inner rooms (config/, anchor_home/)
     "trl": ["trl"],
     "swift_adapter": ["swift_adapter"],
     "hf_trainer": ["hf_trainer"],
