@@ -43,10 +43,11 @@ def _norm_by_std(node: Mapping) -> bool:
     return value
 
 
-def parse_run(algorithm: Mapping) -> RunOptions:
+def parse_run(algorithm: Mapping | None) -> RunOptions:
     """The one parse of a verl config's options: both sections, the std switch and the estimator. ``algorithm``: the
     plain ``algorithm`` section (``call_config.read_call`` reads it once per call), or any mapping (a ``DictConfig``
-    is read key by key)."""
+    is read key by key; None: every default)."""
+    algorithm = {} if algorithm is None else algorithm
     estimator, norm_by_std = algorithm.get("adv_estimator", "gae"), _norm_by_std(algorithm)
     hadw = core_options.parse_section("hadw", algorithm.get("hadw"), VERL.key)
     dgpo = core_options.parse_section("dgpo", algorithm.get("dgpo"), VERL.key)
