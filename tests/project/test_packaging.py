@@ -251,3 +251,47 @@ def test_gpu_install_set_resolves(e2e):
     picked = dict(re.findall(r"^  (\S+)\s+(\S+)", report, re.M))
     assert picked["torch"] == "2.11.0" and picked["vllm"] == "0.24.0" and picked["transformers"] == "5.9.0"
     assert picked["flash-attn"] == "2.8.3" and picked["verl"] == "0.9.1" and picked["verl-hadw"] != "MISSING"
+
+
+USER_NAMED = r"""
+import importlib, importlib.metadata as md, pathlib, re
+dist = md.distribution("verl-hadw")
+eps = {(e.group, e.name): e.value for e in dist.entry_points}
+assert eps[("verl.plugins", "verl_hadw")] == "verl_hadw.verl_adapter.entry_point", eps
+assert eps[("console_scripts", "verl-hadw")] == "verl_hadw.cli:main", eps
+assert eps[("console_scripts", "verl-hadw-swift")] == "verl_hadw.swift_adapter.cli:main", eps
+for e in dist.entry_points:
+    if e.name != "verl-hadw-swift":  # needs ms-swift: loaded by the ms-swift cells (tests/swift_adapter)
+        assert e.load() is not None, e
+import verl_hadw_configs
+configs = pathlib.Path(list(verl_hadw_configs.__path__)[0])
+text = "\n".join(p.read_text() for p in sorted(configs.rglob("*.yaml")))
+targets = set(re.findall(r"(?:_target_|checkpoint_callback_class): *(verl_hadw\S+)", text))
+packages = set(re.findall(r"pkg://(verl_hadw[\w.]*)", text))
+named = {"verl_hadw.verl_adapter.startup_check.StartupCheck", "verl_hadw.callback.HadwCheckpointCallback"}
+assert named <= targets, targets
+assert {"verl_hadw.reward", "verl_hadw.cpu.sampler"} <= packages, packages
+for path in sorted(targets):
+    module, name = path.rsplit(".", 1)
+    assert isinstance(getattr(importlib.import_module(module), name), type), path
+for module in sorted(packages) + ["verl_hadw.register", "verl_hadw.trl"]:
+    importlib.import_module(module)
+from verl_hadw.register import register
+from verl_hadw.trl import HadwGRPOConfig, HadwGRPOTrainer
+from verl_hadw.core.anchor.file_format import STATE_FILE
+assert STATE_FILE == "verl_hadw_anchor.json"
+try:
+    import verl_hadw.swift_adapter
+except ModuleNotFoundError as e:
+    assert 'pip install "verl-hadw[swift]"' in str(e), e
+print("USER-NAMED OK", len(targets), len(packages), sorted(targets | packages))
+"""
+
+
+def test_every_path_a_user_names_imports_from_the_installed_wheel(venv):
+    """What users name and this layout must keep: setup.py's entry points and console scripts, the YAMLs'
+    ``_target_``, ``pkg://`` paths and ``trainer.checkpoint_callback_class``, ``verl_hadw.register``,
+    ``verl_hadw.trl``, and the anchor file's name; ``verl_hadw.swift_adapter.rlhf_main`` and the ``verl-hadw-swift``
+    script load in the ms-swift cells (tests/swift_adapter/test_swift_arguments.py), which install the extra."""
+    out = run_in(venv, venv[0] / "bin" / "python", "-c", USER_NAMED)
+    assert "USER-NAMED OK" in out, out

@@ -113,3 +113,14 @@ def test_a_swift_outside_the_range_is_refused_naming_it(monkeypatch):
 def test_the_docs_show_the_tables():
     text = DOCS.read_text()
     assert refusals_table() in text and LOSS_TYPES.table_markdown() in text
+
+
+def test_the_paths_a_swift_user_names_load_from_the_install():
+    """``verl_hadw.swift_adapter.rlhf_main`` and the ``verl-hadw-swift`` console script, from the extra the cell
+    installed the way a user does (the main environment's wheel test loads every other user-named path)."""
+    from importlib.metadata import entry_points
+
+    from verl_hadw.swift_adapter import rlhf_main
+
+    (script,) = [e for e in entry_points(group="console_scripts") if e.name == "verl-hadw-swift"]
+    assert script.value == "verl_hadw.swift_adapter.cli:main" and callable(script.load()) and callable(rlhf_main)

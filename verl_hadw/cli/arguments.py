@@ -4,7 +4,7 @@ Every argument that takes a value declares its kind through a ``type=`` helper b
 the helper checks the spelling while argparse parses (a number, a suffix, a suite name), and its ``check`` looks at
 the world right after parsing and before the subcommand runs (the file exists and is text, the output directory can
 be created, the run is in the catalogue). A refusal is one line, ``verl-hadw <cmd>: error: argument <arg>:
-<problem>``, exit status 2, in argparse's own style; ``tests/test_cli_arguments.py`` feeds every argument of every
+<problem>``, exit status 2, in argparse's own style; ``tests/cli/test_cli_arguments.py`` feeds every argument of every
 subcommand the wrong inputs of its kind, read off these declarations.
 """
 

@@ -70,7 +70,7 @@ def decode(model, prompt_ids: list[int], max_new_tokens: int, temperature: float
     """Sample one response token by token with a KV cache; returns (token ids, their log-probs or None).
 
     Draws what ``model.generate(do_sample=temperature > 0, ...)`` draws from the same global RNG state, with the
-    same log-probs bit for bit (``tests/test_cpu_rollout.py``), in 0.76 of its time on the demo's model
+    same log-probs bit for bit (``tests/e2e/test_cpu_rollout.py``), in 0.76 of its time on the demo's model
     (``benchmarks/bench_hfcpu_decode.py``: generate's per-call set-up costs more than a tiny model's forward).
     Log-probs are of the temperature-scaled logits, before top-k / top-p. ``top_k <= 0`` and ``top_p = 1`` switch
     those filters off, as in the vLLM-style sampling parameters verl sends; ``generate`` read ``top_k=None`` as its
@@ -126,7 +126,7 @@ def reference_generate(model, prompt_ids: list[int], max_new_tokens: int, temper
                        top_p: float = 1.0, top_k: int = -1) -> tuple[list[int], list[float]]:
     """What the server ran before :func:`decode`, kept as its reference: ``transformers``' ``generate`` with the same
     sampling parameters (``top_k <= 0``: no top-k, passed on as ``generate``'s 0), returning (token ids, log-probs
-    of the temperature-scaled raw logits). ``tests/test_cpu_rollout.py`` and ``benchmarks/bench_hfcpu_decode.py``
+    of the temperature-scaled raw logits). ``tests/e2e/test_cpu_rollout.py`` and ``benchmarks/bench_hfcpu_decode.py``
     compare the two draw by draw."""
     ids = torch.tensor([prompt_ids])
     sample = temperature > 0

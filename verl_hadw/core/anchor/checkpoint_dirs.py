@@ -1,5 +1,6 @@
-"""Checkpoint folders named ``<prefix>N`` (verl's ``global_step_N``, the HF Trainer's ``checkpoint-N``: TRL, ms-swift): their step, and the
-newest earlier one whose anchor file is valid (the way out every "cannot restore" message offers).
+"""Checkpoint folders named ``<prefix>N`` (verl's ``global_step_N``, the HF Trainer's ``checkpoint-N``: TRL,
+ms-swift): their step, and the newest earlier one whose anchor file is valid (the way out every "cannot restore"
+message offers).
 
 Which folder a run resumes from is each framework's rule: ``verl_adapter.anchor_home.resume_dir``, the HF Trainer's.
 """
@@ -23,7 +24,8 @@ def earlier_valid_checkpoint(folder: str, step: int | None = None, prefix: str =
                              needs: str | None = "actor", accepts: Callable[[dict], bool] | None = None) -> str | None:
     """The newest other ``<prefix>K`` (K < N) beside ``folder`` whose anchor file is valid and that holds ``needs``
     (what its trainer resumes from: verl's ``actor/``; None: nothing more), or None. N is ``step``, else read from
-    ``folder``'s name. verl's folders are ``global_step_K``; the HF Trainer's ``checkpoint-K`` (``verl_hadw.hf_trainer``).
+    ``folder``'s name. verl's folders are ``global_step_K``; the HF Trainer's ``checkpoint-K``
+    (``verl_hadw.hf_trainer``).
     ``accepts``: what the checked payload must satisfy (default: it holds an anchor; after a refused resume:
     ``resume.resumable`` under the run's options)."""
     parent = os.path.dirname(os.path.normpath(folder))
