@@ -102,3 +102,31 @@ def test_the_reward_functions_are_checked_once_the_framework_has_built_them(tmp_
     with pytest.raises(ConfigError, match=r"accuracy_reward_index=1 is out of range: .*\(0: acc\)"):
         Trainer(tmp_path, Options(accuracy_reward_index=1))
     Trainer(tmp_path, Options(accuracy_reward_index=1), names=("acc", "short"))
+
+
+@pytest.mark.parametrize("weights, index, said", [
+    ([0.0], None, r"reward_weights=\[0.0\] weighs a reward function by 0 or less \(0.0 for 'acc'\), and with "
+                  "accuracy_reward_index unset"),
+    ([1.0, -0.5], None, r"\(-0.5 for 'short'\)"),
+    ([0.0, 1.0], 0, r"reward_weights=\[0.0, 1.0\] gives the accuracy reward function 'acc' \(accuracy_reward_index=0\) "
+                    "the weight 0.0"),
+])
+def test_an_accuracy_read_from_a_function_the_advantage_weighs_by_zero_or_less_is_refused(tmp_path, weights, index,
+                                                                                        said):
+    names = ("acc", "short")[:len(weights)]
+
+    def build(**options):
+        trainer = FrameworkTrainer(tmp_path, names)
+        trainer.reward_weights = torch.tensor(weights)
+        Trainer.start_hadw(trainer, Options(**{"accuracy_reward_index": index, **options}))
+        return trainer
+
+    with pytest.raises(ConfigError, match=said):
+        build()
+    with pytest.raises(ConfigError, match=said):
+        build(adv_estimator="dgpo")  # DGPO's question weights read it too
+    build(hadw_difficulty_from="reward")  # no accuracy read: the weights are the user's to choose
+    build(adv_estimator="dgpo", dgpo_dqw=False)
+    if index is not None:
+        build(accuracy_reward_index=1)
+    assert not list(tmp_path.iterdir())  # nothing written

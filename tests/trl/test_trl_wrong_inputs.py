@@ -58,6 +58,21 @@ def test_reward_weights_that_are_not_finite_are_refused(tmp_path, weights):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("weights, index, said", [
+    ([0.0], None, r"reward_weights=\[0.0\] weighs a reward function by 0 or less \(0.0 for number 0\)"),
+    ([-1.0, 1.0], 0, r"gives the accuracy reward function number 0 \(accuracy_reward_index=0\) the weight -1.0"),
+])
+def test_an_accuracy_read_from_a_function_weighed_by_zero_or_less_is_refused(tmp_path, weights, index, said):
+    """Issue 42: with --reward_weights 0 on its only function the anchor read an accuracy of 0.0 and trained."""
+    def style(completions, **kwargs):
+        return [0.5] * len(completions)
+
+    funcs = [accuracy, style][:len(weights)]
+    with pytest.raises(ConfigError, match=said):
+        trainer(config(tmp_path / "out", accuracy_reward_index=index, reward_weights=weights), reward_funcs=funcs)
+    assert not (tmp_path / "out").exists()
+
+
 def test_an_infinite_weight_set_later_is_blamed_on_the_weight_not_the_function(tmp_path):
     t = trainer(config(tmp_path, accuracy_reward_index=0))
     t.reward_weights = torch.tensor([float("inf")])

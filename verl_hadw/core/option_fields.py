@@ -144,9 +144,7 @@ class OptionFields:
         shared = {"hadw_state_key", "hadw_log_metrics"}
         unused = [name for name, (path, f) in declared_fields().items() if getattr(self, name) != f.default and (
             (path.startswith("hadw.") and not hadw and name not in shared) or (path.startswith("dgpo.") and not dgpo))]
-        reads_accuracy = (hadw and self.hadw_options().difficulty_from == "accuracy") or (
-            dgpo and self.dgpo_options().dqw)
-        if self.accuracy_reward_index is not None and not reads_accuracy:
+        if self.accuracy_reward_index is not None and not self.reads_accuracy():
             unused.append("accuracy_reward_index")
         return unused
 
@@ -165,6 +163,12 @@ class OptionFields:
                 "hadw over dgpo, accuracy_reward_index where an accuracy is read (difficulty_from=accuracy, or "
                 "DGPO's question weights).", UnusedOptionsWarning, stacklevel=3)
         return unused
+
+    def reads_accuracy(self) -> bool:
+        """The run reads an accuracy: HA-DW's y_t and p̂ (``hadw_difficulty_from="accuracy"``) or DGPO's question
+        weights (``dgpo_dqw``, DGPO alone or as HA-DW's base)."""
+        return (self.adv_estimator == "hadw" and self.hadw_options().difficulty_from == "accuracy") or (
+            self.uses_dgpo() and self.dgpo_options().dqw)
 
     def uses_dgpo(self) -> bool:
         """DGPO runs: alone, or as HA-DW's base."""

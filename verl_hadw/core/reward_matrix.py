@@ -24,7 +24,7 @@ from verl_hadw.core.options import DgpoConfig, HadwConfig
 from verl_hadw.core.terms import Terms
 
 __all__ = ["RewardColumns", "StepAnchor", "scores_of", "generation_advantages", "VERL_ONLY_METRICS",
-           "check_reward_weights", "check_reward_values"]
+           "check_reward_weights", "check_accuracy_weight", "check_reward_values"]
 
 VERL_ONLY_METRICS = ("hadw/actor_recoveries",)  # about verl's Ray actor; these trainers' anchor lives in each process
 
@@ -60,6 +60,34 @@ def check_reward_weights(weights, names: Sequence[str], terms: Terms) -> None:
             "combined reward would drop that function (NaN) or be infinite. Give every reward function a finite "
             "weight."
         )
+
+
+def check_accuracy_weight(weights, names: Sequence[str], index: int | None, terms: Terms) -> None:
+    """Raise ``ConfigError`` when the accuracy is read from a reward function the advantage weighs by 0 or less: the
+    named accuracy function (``index``), or, without one, any function of the weighted sum the accuracy is then read
+    from. Called where the run reads an accuracy (HA-DW's y_t and p̂, DGPO's question weights)."""
+    values = [float(w) for w in (weights.tolist() if isinstance(weights, torch.Tensor) else weights)]
+    read = [index] if index is not None else list(range(len(values)))
+    bad = [i for i in read if i < len(values) and values[i] <= 0]
+    if not bad:
+        return
+    weights_set, index_key = terms.setting("reward_weights", values), terms.key("accuracy_reward_index")
+
+    def name(i: int) -> str:  # before the framework built its functions, their names are not known yet
+        return repr(names[i]) if i < len(names) else f"number {i}"
+
+    if index is not None:
+        raise ConfigError(
+            f"{weights_set} gives the accuracy reward function {name(index)} "
+            f"({terms.setting('accuracy_reward_index', index)}) the weight {values[index]}: the advantage would not "
+            "reward the accuracy that HA-DW's y_t and p̂ and DGPO's question weights read. Give it a positive weight, "
+            f"or set {index_key} to the function that is the accuracy.")
+    which = ", ".join(f"{values[i]} for {name(i)}" for i in bad)
+    raise ConfigError(
+        f"{weights_set} weighs a reward function by 0 or less ({which}), and with {index_key} unset the accuracy "
+        "(HA-DW's y_t and p̂, DGPO's question weights) is read from the weighted sum of the rewards, which would not "
+        f"be an accuracy then. Set {index_key} to the function that is the accuracy, or give every reward function "
+        "a positive weight.")
 
 
 def check_reward_values(name: str, values) -> None:

@@ -20,7 +20,12 @@ from transformers.trainer_utils import get_last_checkpoint
 
 from verl_hadw.core.metric_values import MetricBuffer
 from verl_hadw.core.option_fields import OptionFields
-from verl_hadw.core.reward_matrix import RewardColumns, check_reward_weights, generation_advantages
+from verl_hadw.core.reward_matrix import (
+    RewardColumns,
+    check_accuracy_weight,
+    check_reward_weights,
+    generation_advantages,
+)
 from verl_hadw.hf_trainer.adapter_fields import check_accuracy_index
 from verl_hadw.hf_trainer.checkpoint_anchor import AnchorCheckpointCallback, OptionsRecord, TrainerAnchor
 
@@ -36,6 +41,8 @@ class HadwTrainerHooks:
         terms = options.terms
         check_reward_weights(self.reward_weights, self.reward_func_names, terms)
         check_accuracy_index(options.accuracy_reward_index, self.reward_func_names, terms)
+        if options.reads_accuracy():  # the accuracy must come from a function the advantage rewards
+            check_accuracy_weight(self.reward_weights, self.reward_func_names, options.accuracy_reward_index, terms)
         options.warn_unused_fields()
         self.hadw_options = options
         self.hadw_cfg = options.hadw_options()

@@ -26,7 +26,7 @@ import torch
 from trl import GRPOTrainer
 
 from verl_hadw.core.errors import ConfigError
-from verl_hadw.core.reward_matrix import check_reward_values, check_reward_weights
+from verl_hadw.core.reward_matrix import check_accuracy_weight, check_reward_values, check_reward_weights
 from verl_hadw.hf_trainer.trainer_hooks import HadwTrainerHooks
 from verl_hadw.trl.grpo_config import HadwGRPOConfig
 from verl_hadw.trl.terms import TRL
@@ -72,8 +72,10 @@ class HadwGRPOTrainer(HadwTrainerHooks, GRPOTrainer):
                 f"estimator, hadw_*, dgpo_*), got {type(args).__name__}."
             )
         args.check_hadw()  # again, before TRL builds anything: a script may have set fields after construction
-        if args.reward_weights is not None:
-            check_reward_weights(args.reward_weights, [], TRL)  # before TRL builds anything
+        if args.reward_weights is not None:  # before TRL builds anything (its output_dir among them)
+            check_reward_weights(args.reward_weights, [], TRL)
+            if args.reads_accuracy():
+                check_accuracy_weight(args.reward_weights, [], args.accuracy_reward_index, TRL)
         super().__init__(model, reward_funcs, args, *rest, **kwargs)
         self.start_hadw(args)  # the anchor or the options record, read once (hf_trainer.trainer_hooks)
         self._gathered_rewards: torch.Tensor | None = None
