@@ -25,6 +25,7 @@ from verl_hadw.core.anchor.compatibility import (
     ACCURACY_INDEX,
     ADV_ESTIMATOR,
     NORM_BY_STD,
+    REWARD_FUNCS,
     REWARD_WEIGHTS,
     declared_options,
 )
@@ -48,7 +49,7 @@ def refused(match: str, **overrides):
 def test_every_declared_option_is_a_field_with_its_default_and_doc():
     fields = {f.name: f for f in dataclasses.fields(HadwGRPOConfig)}
     # verl's keys (TRL's scale_rewards and its own adv_estimator field) and the reward columns (TRL's own fields)
-    verls_own = (NORM_BY_STD, ADV_ESTIMATOR, ACCURACY_INDEX, REWARD_WEIGHTS)
+    verls_own = (NORM_BY_STD, ADV_ESTIMATOR, ACCURACY_INDEX, REWARD_WEIGHTS, REWARD_FUNCS)
     expected = {k[len("algorithm."):].replace(".", "_") for k in declared_options() if k not in verls_own}
     assert set(declared_fields()) == expected and expected <= set(fields)
     for name, (path, declaration) in declared_fields().items():
@@ -206,7 +207,7 @@ def test_non_binary_accuracy_without_threshold_names_the_field(tmp_path, estimat
 def saved_checkpoint(root: Path, step: int = 2, **overrides) -> Path:
     """A ``checkpoint-<step>`` folder holding an anchor file written by a run with ``overrides``."""
     args = config(root, **overrides)
-    anchor = TrainerAnchor(args.hadw_options(), args.recorded_options([1.0]), TRL)
+    anchor = TrainerAnchor(args.hadw_options(), args.recorded_options([1.0], ["accuracy"]), TRL)  # as the trainer
     anchor.observe(1, 3.0, 8)
     anchor.observe(step, 5.0, 8)
     folder = root / f"checkpoint-{step}"
@@ -218,7 +219,7 @@ def saved_checkpoint(root: Path, step: int = 2, **overrides) -> Path:
 
 def anchor_of(root: Path, **overrides) -> TrainerAnchor:
     args = config(root, **overrides)
-    return TrainerAnchor(args.hadw_options(), args.recorded_options([1.0]), TRL)
+    return TrainerAnchor(args.hadw_options(), args.recorded_options([1.0], ["accuracy"]), TRL)
 
 
 def test_resume_with_a_changed_meaning_refuses_naming_the_field(tmp_path):

@@ -43,7 +43,7 @@ def test_every_declared_option_has_exactly_one_rule_and_the_docs_show_the_table(
     assert len(declared) == len(_user_keys(HadwConfig, "")) + len(_user_keys(DgpoConfig, ""))
     declared.append("algorithm.norm_adv_by_std_in_grpo")  # verl's key, read by HA-DW's GRPO base
     declared.append("algorithm.adv_estimator")  # verl's key: the method itself
-    declared += ["algorithm.accuracy_reward_index", "algorithm.reward_weights"]  # TRL's, swift's reward columns
+    declared += ["algorithm.accuracy_reward_index", "algorithm.reward_weights", "algorithm.reward_funcs"]  # TRL, swift
     assert sorted(RULES) == sorted(declared) == sorted(declared_options()), "classify every option in RULES"
     assert all(rule.kind in (MEANING, TUNING) and rule.why for rule in RULES.values())
     # the examples, and the anchor's tuning knobs the freeze warning points to

@@ -15,7 +15,7 @@ from anchor_run import run
 from trl_helpers import config
 
 from verl_hadw.callback import HadwCheckpointCallback
-from verl_hadw.core.anchor.compatibility import ACCURACY_INDEX, REWARD_WEIGHTS
+from verl_hadw.core.anchor.compatibility import ACCURACY_INDEX, REWARD_FUNCS, REWARD_WEIGHTS
 from verl_hadw.core.anchor.file_format import STATE_FILE
 from verl_hadw.core.errors import AnchorFileError, ResumeConflictError
 from verl_hadw.hf_trainer.checkpoint_anchor import OptionsRecord, TrainerAnchor
@@ -23,9 +23,9 @@ from verl_hadw.trl.terms import TRL
 from verl_hadw.verl_adapter import process_state
 
 
-def anchor(root: Path, weights=(1.0, 1.0), **overrides) -> TrainerAnchor:
+def anchor(root: Path, weights=(1.0, 1.0), funcs=("acc", "short"), **overrides) -> TrainerAnchor:
     args = config(root, **overrides)
-    return TrainerAnchor(args.hadw_options(), args.recorded_options(list(weights)), TRL)
+    return TrainerAnchor(args.hadw_options(), args.recorded_options(list(weights), list(funcs)), TRL)
 
 
 def save(root: Path, step: int, record) -> Path:
@@ -41,6 +41,10 @@ def save(root: Path, step: int, record) -> Path:
 @pytest.mark.parametrize("saved, resumed, change", [
     ({"accuracy_reward_index": 0}, {"accuracy_reward_index": 1}, "accuracy_reward_index: 0 -> 1"),
     ({"weights": (1.0, 1.0)}, {"weights": (1.0, 0.5)}, "reward_weights: [1.0, 1.0] -> [1.0, 0.5]"),
+    # issue 42: saved with reward_funcs=[acc, short], resumed with [short, acc] and the same index: y_t would be read
+    # from another function
+    ({"accuracy_reward_index": 0}, {"accuracy_reward_index": 0, "funcs": ("short", "acc")},
+     "reward_funcs: ['acc', 'short'] -> ['short', 'acc']"),
 ])
 def test_the_reward_columns_are_recorded_and_a_change_refuses(tmp_path, saved, resumed, change):
     folder = save(tmp_path, 2, anchor(tmp_path, **saved))
@@ -56,11 +60,24 @@ def test_the_reward_columns_are_recorded_and_a_change_refuses(tmp_path, saved, r
 def test_a_file_without_the_reward_columns_still_resumes(tmp_path, caplog):
     folder = save(tmp_path, 2, anchor(tmp_path, accuracy_reward_index=0))
     data = json.loads((folder / STATE_FILE).read_text())
-    del data["options"][ACCURACY_INDEX], data["options"][REWARD_WEIGHTS]  # an earlier release's file
+    del data["options"][ACCURACY_INDEX], data["options"][REWARD_WEIGHTS], data["options"][REWARD_FUNCS]  # earlier
     (folder / STATE_FILE).write_text(json.dumps(data))
     later = anchor(tmp_path, accuracy_reward_index=0)
     later.start(str(folder))
-    assert later.state.open_step == 2 and "cannot check 2 option(s) the file lacks" in caplog.text
+    assert later.state.open_step == 2 and "cannot check 3 option(s) the file lacks" in caplog.text
+    assert "reward_funcs" in caplog.text
+
+
+def test_a_file_of_the_previous_release_resumes_without_the_reward_functions_names(tmp_path, caplog):
+    """Issue 38's files record the index and the weights, not the names (REWARD_FUNCS): they still resume."""
+    folder = save(tmp_path, 2, anchor(tmp_path, accuracy_reward_index=0))
+    data = json.loads((folder / STATE_FILE).read_text())
+    del data["options"][REWARD_FUNCS]
+    (folder / STATE_FILE).write_text(json.dumps(data))
+    later = anchor(tmp_path, accuracy_reward_index=0, funcs=("short", "acc"))  # cannot be told: said, not refused
+    later.start(str(folder))
+    assert later.state.open_step == 2 and "cannot check 1 option(s) the file lacks" in caplog.text
+    assert "reward_funcs" in caplog.text
 
 
 def test_a_checkpoint_of_another_state_key_is_said(tmp_path):

@@ -183,9 +183,12 @@ class OptionFields:
         return {**nested({**self._values("hadw"), **self._values("dgpo")}), "adv_estimator": self.adv_estimator,
                 "norm_adv_by_std_in_grpo": self.norm_by_std()}
 
-    def recorded_options(self, reward_weights: list[float] | None = None) -> dict[str, Any]:
+    def recorded_options(self, reward_weights: list[float] | None = None,
+                         reward_funcs: list[str] | None = None) -> dict[str, Any]:
         """These options as an anchor file records them and a resume compares (``compatibility.flat_options``:
         the same flat keys as verl's, so a file means the same under every adapter), with which reward function is
-        the accuracy and the reward functions' weights (the trainer's, ``reward_weights``)."""
+        the accuracy, the reward functions' weights (the trainer's, ``reward_weights``) and their names in order
+        (``reward_funcs``: which function the index and each weight name)."""
         return flat_options(self.hadw_options(), self.dgpo_options(), self.norm_by_std(), self.adv_estimator,
-                            accuracy_index=self.accuracy_reward_index, reward_weights=reward_weights)
+                            accuracy_index=self.accuracy_reward_index, reward_weights=reward_weights,
+                            reward_funcs=reward_funcs)

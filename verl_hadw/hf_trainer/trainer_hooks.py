@@ -48,7 +48,7 @@ class HadwTrainerHooks:
         self.hadw_cfg = options.hadw_options()
         self.dgpo_cfg = options.dgpo_options() if options.uses_dgpo() else None
         self._hadw_norm_by_std, self._hadw_accuracy_index = options.norm_by_std(), options.accuracy_reward_index
-        recorded = options.recorded_options(self.reward_weights.tolist())
+        recorded = options.recorded_options(self.reward_weights.tolist(), list(self.reward_func_names))
         self.hadw_anchor = TrainerAnchor(self.hadw_cfg, recorded, terms) if options.adv_estimator == "hadw" else None
         # what each checkpoint records and a resume checks: the anchor, or (DGPO) the run's options only
         self._hadw_record = self.hadw_anchor or OptionsRecord(self.hadw_cfg.state_key, recorded, terms)

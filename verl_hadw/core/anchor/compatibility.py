@@ -32,7 +32,8 @@ from verl_hadw.core.options import DgpoConfig, HadwConfig, declarations
 from verl_hadw.core.terms import ALGORITHM_PREFIX, Terms
 
 __all__ = [
-    "MEANING", "TUNING", "ADV_ESTIMATOR", "NORM_BY_STD", "ACCURACY_INDEX", "REWARD_WEIGHTS", "Rule", "RULES",
+    "MEANING", "TUNING", "ADV_ESTIMATOR", "NORM_BY_STD", "ACCURACY_INDEX", "REWARD_WEIGHTS", "REWARD_FUNCS", "Rule",
+    "RULES",
     "flat_options", "declared_options", "check_resume", "rules_table",
 ]
 
@@ -47,6 +48,7 @@ STATE_KEY = HADW + "state_key"
 # weights of the combined reward
 ACCURACY_INDEX = "algorithm.accuracy_reward_index"
 REWARD_WEIGHTS = "algorithm.reward_weights"
+REWARD_FUNCS = "algorithm.reward_funcs"
 
 
 def _always(options: dict) -> bool:
@@ -131,9 +133,11 @@ RULES: dict[str, Rule] = {
                          "hadw.difficulty_from=accuracy, or DGPO's question weights"),
     REWARD_WEIGHTS: Rule(MEANING, "the weights of the combined reward (TRL, ms-swift; verl: null): the advantage "
                          "the policy is optimised with, and the accuracy when none is named"),
+    REWARD_FUNCS: Rule(MEANING, "the reward functions' names in order (TRL, ms-swift; verl: null): which function the "
+                       "accuracy index and each weight name, so y_t is read from the same function after a resume"),
 }
 # keys a file of an earlier release lacks and a run without them (verl: null) has nothing to compare
-_ADAPTER_KEYS = (ACCURACY_INDEX, REWARD_WEIGHTS)
+_ADAPTER_KEYS = (ACCURACY_INDEX, REWARD_WEIGHTS, REWARD_FUNCS)
 
 
 # ------------------------------------------------------------------------------------------ the options
@@ -145,10 +149,12 @@ def declared_options() -> list[str]:
 
 
 def flat_options(hadw: HadwConfig, dgpo: DgpoConfig, norm_by_std: bool, estimator: str | None,
-                 accuracy_index: int | None = None, reward_weights: list[float] | None = None) -> dict[str, Any]:
+                 accuracy_index: int | None = None, reward_weights: list[float] | None = None,
+                 reward_funcs: list[str] | None = None) -> dict[str, Any]:
     """A run's parsed options as flat keys: what an anchor file records and a resume compares (every adapter
-    records the same keys: its users' files resume under another adapter's rules alike). ``accuracy_index`` and
-    ``reward_weights``: the HF-Trainer adapters' reward columns (verl has one score: None)."""
+    records the same keys: its users' files resume under another adapter's rules alike). ``accuracy_index``,
+    ``reward_weights`` and ``reward_funcs`` (the functions' names, in order): the HF-Trainer adapters' reward columns
+    (verl has one score: None)."""
     sections = {"hadw": hadw, "dgpo": dgpo}
     out = {}
     for path, f in declarations().items():
@@ -163,6 +169,7 @@ def flat_options(hadw: HadwConfig, dgpo: DgpoConfig, norm_by_std: bool, estimato
     out[ADV_ESTIMATOR] = str(estimator) if estimator is not None else None
     out[ACCURACY_INDEX] = None if accuracy_index is None else int(accuracy_index)
     out[REWARD_WEIGHTS] = None if reward_weights is None else [float(w) for w in reward_weights]
+    out[REWARD_FUNCS] = None if reward_funcs is None else [str(name) for name in reward_funcs]
     return out
 
 
