@@ -29,7 +29,7 @@ TOOLS = {"ruff": (("check", "--version"), "pyproject.toml"), "mkdocs": (("build"
          "pre-commit": (("run", "install"), ".pre-commit-config.yaml"),
          "hf": (("download",), "verl_hadw/repro/data.py")}
 CONFIG_DIR = "@config_dir"  # stands for $(verl-hadw configs), verl-hadw's config directory
-PYTEST_FLAGS = {"-q", "-x", "-v", "-s", "-p", "-m", "-k", "--durations", "--co"}
+PYTEST_FLAGS = {"-q", "-x", "-v", "-s", "-p", "-m", "-k", "--durations", "--co", "-n"}  # -n: pytest-xdist's
 
 
 def placeholder(token: str) -> bool:
@@ -199,8 +199,10 @@ def check_pytest(args: list[str]) -> None:
         if arg.startswith("-"):
             flag = arg.split("=", 1)[0]
             assert flag in PYTEST_FLAGS, f"pytest {arg}: a flag this check does not know"
-            if flag in ("-m", "-k", "-p") or (flag == "--durations" and "=" not in arg):
+            if flag in ("-m", "-k", "-p", "-n") or (flag == "--durations" and "=" not in arg):
                 value = next(it)
+                if flag == "-n":  # pytest-xdist's workers: the test extra installs it
+                    assert importlib.util.find_spec("xdist") and (value.isdigit() or value == "auto"), f"-n {value}"
                 if flag == "-m":
                     names = set(re.findall(r"\w+", value)) - {"and", "or", "not"}
                     assert names <= set(markers), f"pytest -m {value!r}: unregistered marker"
@@ -252,6 +254,8 @@ def check_swift(args: list[str]) -> None:
     one the adapter declares (swift's own flags are swift's to check: it is not installed here)."""
     from verl_hadw.core.option_fields import ADAPTER_FIELDS, declared_fields
 
+    if args == ["--help"]:  # verl-hadw-swift --help: says what runs (tests/swift_adapter, the cells)
+        return
     assert args and args[0] == "rlhf", f"swift {args[:1]}: the adapter routes rlhf only"
     ours = {f"--{name}" for name in [*declared_fields(), *ADAPTER_FIELDS]}
     for flag in (a.split("=")[0] for a in args[1:] if a.startswith(("--hadw_", "--dgpo_", "--adv_", "--accuracy_"))):

@@ -3,6 +3,7 @@ lists, a typo gets "did you mean" (ours or swift's), values are checked naming t
 methods cannot honour is refused in one line (``settings.REFUSALS``), as is a DGPO loss type under which
 valid-token averaging would not be exact."""
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -124,3 +125,63 @@ def test_the_paths_a_swift_user_names_load_from_the_install():
 
     (script,) = [e for e in entry_points(group="console_scripts") if e.name == "verl-hadw-swift"]
     assert script.value == "verl_hadw.swift_adapter.cli:main" and callable(script.load()) and callable(rlhf_main)
+
+
+# ---------------------------------------------------------------------------------------- issue 42 (part)
+def written(out: Path) -> list[Path]:
+    """What a run left in its output folder beyond what swift's argument parsing writes: checkpoints, anchor files."""
+    return [*out.rglob("checkpoint-*"), *out.rglob("verl_hadw_anchor.json")] if out.exists() else []
+
+
+def test_verl_hadw_swift_help_and_an_unknown_subcommand_say_what_runs(capsys):
+    """``verl-hadw-swift --help`` ended in swift's KeyError('--help'); an unknown subcommand likewise."""
+    from verl_hadw.swift_adapter.cli import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert done.value.code == 0 and "verl-hadw-swift rlhf --help" in out and "verl-hadw-swift rlhf x.yaml" in out
+    with pytest.raises(SystemExit) as done:
+        main(["rlfh"])
+    assert done.value.code == 2 and "unknown subcommand 'rlfh'; choose one of: " in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--advantage_estimator", "hadw"], "--advantage_estimator hadw: that flag is swift's own baseline (grpo, rloo, "
+                                        "reinforce_plus_plus). HA-DW and DGPO are chosen with --adv_estimator hadw"),
+    (["--advantage_estimator=dgpo"], "chosen with --adv_estimator dgpo"),
+    (["--config", "x.yaml"], "swift takes a config file as the first argument after rlhf: verl-hadw-swift rlhf x.yaml"),
+    (["--loss_type", "bogus"], "--loss_type bogus is not one of swift's GRPO loss types: dapo, cispo, grpo"),
+    (["--accuracy_reward_index", "-1"], "--accuracy_reward_index=-1 is not valid: give an integer >= 0 (the position "
+                                        "of the accuracy among the reward functions), or leave it unset."),
+    (["--reward_weights", "0"], r"--reward_weights 0.0 weighs a reward function by 0 or less (0.0 for 'toy_accuracy')"),
+])
+def test_what_a_swift_user_types_is_refused_at_parse_time_in_the_words_they_typed(assets, tmp_path, flags, message):
+    """Issue 42: each of these failed later, or named only swift's words, or gave advice the command line refuses."""
+    with pytest.raises(ConfigError) as refused:
+        parse(argv(assets, tmp_path, *flags))
+    assert message in str(refused.value)
+    assert not written(tmp_path / "out")  # refused before a model loads
+
+
+def test_a_config_file_given_first_reaches_our_flags(assets, tmp_path):
+    """swift's config-file route (a .yaml / .yml / .json file first after ``rlhf``, 4.3-4.6) under verl-hadw-swift:
+    the file's flags, ours among them, are read and checked; a refusal is one line on stderr, exit 2."""
+    import subprocess
+    import sys
+
+    config, key = {}, None
+    for token in argv(assets, tmp_path, "--adv_estimator", "hadw", "--hadw_lambda_scale", "-1"):
+        if token.startswith("--"):
+            key = token[2:]
+            config[key] = []
+        else:
+            config[key].append(token)
+    path = tmp_path / "run.yaml"
+    path.write_text("".join(f"{k}: {v if len(v) > 1 else v[0]!r}\n" for k, v in config.items()))
+    script = Path(sys.executable).with_name("verl-hadw-swift")
+    run = subprocess.run([script, "rlhf", str(path)], capture_output=True, text=True, timeout=600)
+    said = [line for line in run.stderr.splitlines() if "error" in line.lower() or "Traceback" in line]
+    assert run.returncode == 2 and len(said) == 1, run.stderr[-3000:]
+    assert said[0].startswith("verl-hadw-swift rlhf: error: --hadw_lambda_scale=-1.0 is out of range"), said
+    assert not written(tmp_path / "out")

@@ -99,7 +99,8 @@ class OptionFields:
                               "dgpo.")
         index = self.accuracy_reward_index
         if index is not None and (isinstance(index, bool) or not isinstance(index, numbers.Integral) or index < 0):
-            raise ConfigError(f"{key('accuracy_reward_index')}={index!r} is not valid; use None or an integer >= 0.")
+            raise ConfigError(f"{key('accuracy_reward_index')}={index!r} is not valid: give an integer >= 0 (the "
+                              "position of the accuracy among the reward functions), or leave it unset.")
         if index is not None:
             self.accuracy_reward_index = int(index)  # np.int64(0) is the integer 0
         init = "hadw_anchor_init"  # "first_batch" or a number; a command line gives text

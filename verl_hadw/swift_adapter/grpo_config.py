@@ -18,7 +18,7 @@ from typing import Iterable
 from transformers import HfArgumentParser
 
 from verl_hadw.core.errors import ConfigError
-from verl_hadw.core.option_fields import OptionFields, closest_field
+from verl_hadw.core.option_fields import ESTIMATORS, OptionFields, closest_field
 from verl_hadw.hf_trainer.adapter_fields import add_adapter_fields
 from verl_hadw.swift_adapter.terms import SWIFT
 
@@ -51,6 +51,13 @@ def split_arguments(argv: list[str]) -> tuple[HadwSwiftArguments, list[str]]:
     """(our options, checked, the arguments left for swift). A flag that looks like ours (``--hadw_*``,
     ``--dgpo_*``, or closest to one of ours) but is not one is refused with "did you mean"."""
     ours, rest = _parser().parse_args_into_dataclasses(argv, return_remaining_strings=True)
+    for i, arg in enumerate(rest):  # swift's --advantage_estimator for ours: swift's parser would name only its own
+        flag, _, value = arg.partition("=")
+        value = value or (rest[i + 1] if i + 1 < len(rest) else "")
+        if flag == "--advantage_estimator" and value in ESTIMATORS:
+            raise ConfigError(
+                f"--advantage_estimator {value}: that flag is swift's own baseline (grpo, rloo, reinforce_plus_plus). "
+                f"HA-DW and DGPO are chosen with --adv_estimator {value} (leave --advantage_estimator at grpo).")
     names = our_fields()
     for flag in _flags(rest):
         name = flag[2:]
@@ -65,6 +72,10 @@ def refuse_unknown(remaining: list[str], swift_fields: Iterable[str], ignored_by
     """Swift's parser left ``remaining``: refuse them with "did you mean" (ours or swift's), unless swift itself
     was told to ignore them (``--ignore_args_error true``) and none is closer to one of ours."""
     known = [*swift_fields, *our_fields()]
+    if "--config" in _flags(remaining):  # swift takes a config file as the first argument, not as a flag
+        raise ConfigError("Unknown argument --config: swift takes a config file as the first argument after rlhf: "
+                          "verl-hadw-swift rlhf x.yaml [flags] (.yaml, .yml or .json; our flags may be in it too; "
+                          "docs/swift.md).")
     for flag in _flags(remaining) or remaining[:1]:
         hint = closest_field(flag.lstrip("-"), known)
         if ignored_by_swift and hint not in our_fields():

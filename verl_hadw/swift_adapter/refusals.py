@@ -12,11 +12,13 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from verl_hadw.core.errors import ConfigError
+from verl_hadw.core.reward_matrix import check_accuracy_weight, check_reward_weights
 from verl_hadw.hf_trainer.loss_types import GLOBAL_TOKENS, SEQUENCE_MEANS, LossTypes
 from verl_hadw.hf_trainer.words import Spelling
 from verl_hadw.swift_adapter.grpo_config import HadwSwiftArguments
+from verl_hadw.swift_adapter.terms import SWIFT
 
-__all__ = ["REFUSALS", "LOSS_TYPES", "check_settings", "check_trainer", "refusals_table"]
+__all__ = ["REFUSALS", "LOSS_TYPES", "SWIFT_LOSS_TYPES", "check_settings", "check_trainer", "refusals_table"]
 
 # loss_type -> (exact, why), for swift 4.3-4.6's GRPOTrainer loss
 LOSS_TYPES = LossTypes({
@@ -27,6 +29,7 @@ LOSS_TYPES = LossTypes({
     "bnpo": (False, "divides by each process's micro-batch tokens, not by the generation batch's"),
     "dr_grpo": (False, "divides by a constant (batch size × max_completion_length), not by tokens"),
 }, Spelling(flags=True))
+SWIFT_LOSS_TYPES = (*LOSS_TYPES.table, "fipo", "real")  # every loss type of swift 4.3-4.6's GRPOTrainer
 
 # (swift setting as a user writes it, is it set?, why it is refused); a == value reads RLHFArguments after parsing
 _Check = Callable[[Any], bool]
@@ -70,6 +73,15 @@ def check_settings(args, ours: HadwSwiftArguments) -> None:
     for setting, is_set, why in REFUSALS:
         if is_set(args):
             raise ConfigError(f"{setting} is not supported with --adv_estimator {ours.adv_estimator}: {why}.")
+    loss_type = _loss_type(args)
+    if loss_type not in SWIFT_LOSS_TYPES:  # swift itself would stop at its first loss, after a generation batch
+        raise ConfigError(f"--loss_type {loss_type} is not one of swift's GRPO loss types: "
+                          f"{', '.join(SWIFT_LOSS_TYPES)}.")
+    weights, names = getattr(args, "reward_weights", None), [str(n) for n in getattr(args, "reward_funcs", None) or []]
+    if weights:  # swift's trainer checks nothing of them; ours again once it has built the functions
+        check_reward_weights(weights, names, SWIFT)
+        if ours.reads_accuracy():
+            check_accuracy_weight(weights, names, ours.accuracy_reward_index, SWIFT)
     if ours.uses_valid_token_norm():
         LOSS_TYPES.check(_loss_type(args), getattr(args, "steps_per_generation", None),
                          args.gradient_accumulation_steps)
