@@ -80,3 +80,17 @@ def test_the_command_line_trains_hadw_and_every_rank_holds_the_same_anchor(asset
           + str([(c['step'], c['anchor']['posteriors']) for c in per_rank[0]]))
     saved = json.loads((tmp_path / "checkpoint-2" / STATE_FILE).read_text())
     assert saved["global_step"] == 2 and saved["state"]["posteriors"] == per_rank[0][-1]["anchor"]["posteriors"]
+
+
+def test_a_derived_steps_per_generation_is_checked_where_swift_decides_it(assets, tmp_path):
+    """Issue 42: --generation_batch_size 16 with --per_device_train_batch_size 8 and GA 1 is --steps_per_generation
+    2, which DGPO's valid-token averaging refuses; the flag check before a model loads sees no such flag, so the
+    trainer swift builds checks the value swift derived (before a step is trained or anything saved)."""
+    from verl_hadw.core.errors import ConfigError
+
+    argv = toy_arguments(assets, tmp_path / "out", loss_type="dapo", generation_batch_size=16) + [
+        "--adv_estimator", "dgpo"]
+    with pytest.raises(ConfigError, match=r"--steps_per_generation 2 with --gradient_accumulation_steps 1: .* Swift "
+                                          r"derived --steps_per_generation 2 from --generation_batch_size 16"):
+        train(argv, tmp_path / "records")
+    assert not list((tmp_path / "out").rglob("checkpoint-*"))

@@ -88,13 +88,28 @@ def check_settings(args, ours: HadwSwiftArguments) -> None:
 
 
 def check_trainer(trainer, ours: HadwSwiftArguments) -> None:
-    """What swift decides when it builds the trainer: a varying sample count (the reward functions are checked by
-    ``hf_trainer.trainer_hooks``)."""
+    """What swift decides when it builds the trainer: a varying sample count, and the values it derives (its
+    ``GRPOConfig`` turns ``--generation_batch_size`` into ``steps_per_generation``, which the flag check before a model
+    loads cannot see). The reward functions are checked by ``hf_trainer.trainer_hooks``."""
     if getattr(trainer, "dynamic_num_samples", False):
         raise ConfigError(
             "this multi-turn run's sample count varies per prompt (swift's dynamic_num_samples): HA-DW's and DGPO's "
             "groups are consecutive runs of --num_generations completions. Use a multi-turn scheduler that returns "
             "one sample per completion, or swift rlhf.")
+    if ours.uses_valid_token_norm():  # as swift decided them, whichever flags set them
+        decided = trainer.args
+        steps, accumulation = decided.steps_per_generation, decided.gradient_accumulation_steps
+        LOSS_TYPES.check(_loss_type(decided), None, accumulation)
+        if steps != accumulation:
+            try:
+                LOSS_TYPES.check(_loss_type(decided), steps, accumulation)
+            except ConfigError as refused:
+                raise ConfigError(
+                    f"{refused} Swift derived --steps_per_generation {steps} from --generation_batch_size "
+                    f"{decided.generation_batch_size}, --per_device_train_batch_size "
+                    f"{decided.per_device_train_batch_size} and {decided.world_size} process(es): set "
+                    "--generation_batch_size to their product with --gradient_accumulation_steps, or leave it "
+                    "unset.") from None
 
 
 def refusals_table() -> str:
