@@ -50,7 +50,7 @@ def field_help(path: str, f: dataclasses.Field) -> dict:
     both)."""
     m = f.metadata
     valid = {"number": f"a number in {'(' if m['lo_open'] else '['}{m['lo']}, {m['hi']}]", "integer": f">= {m['lo']}",
-             "threshold": "null or a number", "init": "'first_batch' or a number in [0, 1]"}.get(m["kind"], "")
+             "threshold": "a number, or unset", "init": "'first_batch' or a number in [0, 1]"}.get(m["kind"], "")
     text = f"{m['doc'] or path}. {'Valid: ' + valid + '. ' if valid else ''}verl: algorithm.{path}."
     return {"help": text, **({"choices": list(m["choices"])} if m["kind"] == "choice" else {})}
 
