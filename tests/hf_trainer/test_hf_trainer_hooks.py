@@ -130,3 +130,15 @@ def test_an_accuracy_read_from_a_function_the_advantage_weighs_by_zero_or_less_i
     if index is not None:
         build(accuracy_reward_index=1)
     assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_dgpo_resumed_from_a_checkpoint_that_records_no_method_says_so(tmp_path):
+    """Issue 42: HA-DW refuses a checkpoint without an anchor file; DGPO continued from it without a word."""
+    folder = tmp_path / "checkpoint-2"
+    folder.mkdir()
+    (folder / "trainer_state.json").write_text(json.dumps({"global_step": 2}))
+    t = Trainer(tmp_path, Options(adv_estimator="dgpo"))
+    with pytest.warns(UserWarning, match=r"resuming DGPO from .*checkpoint-2, which holds no HA-DW anchor file .*"
+                                         r"which method trained it is unknown"):
+        assert t.train(resume_from_checkpoint=str(folder)) == "the framework's train"
+    assert sorted(p.name for p in folder.iterdir()) == ["trainer_state.json"]  # nothing written

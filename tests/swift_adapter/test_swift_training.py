@@ -94,3 +94,22 @@ def test_a_derived_steps_per_generation_is_checked_where_swift_decides_it(assets
                                           r"derived --steps_per_generation 2 from --generation_batch_size 16"):
         train(argv, tmp_path / "records")
     assert not list((tmp_path / "out").rglob("checkpoint-*"))
+
+
+def test_a_reward_function_returning_text_is_named(assets, tmp_path):
+    """Issue 42: swift's own tensor conversion said "too many dimensions 'str'", naming no function; the trainer's
+    reward functions are checked while swift scores a generation batch (before the anchor observes it)."""
+    from repo_paths import MACHINERY, ROOT
+
+    from verl_hadw.core.errors import RewardValueError
+
+    plugin = tmp_path / "verdict_plugin.py"
+    plugin.write_text("from swift.rewards import ORM, orms\n\n\nclass Verdict(ORM):\n"
+                      "    def __call__(self, completions, **kwargs):\n"
+                      "        return ['yes' for _ in completions]\n\n\n"
+                      "orms['verdict'] = Verdict\n")
+    plugins = [str(ROOT / "examples" / "swift_toy_plugin.py"), str(MACHINERY / "record_plugin.py"), str(plugin)]
+    argv = toy_arguments(assets, tmp_path / "out", external_plugins=plugins, reward_funcs="verdict")
+    with pytest.raises(RewardValueError, match=r"the reward function 'Verdict' returned str 'yes' for completion 0"):
+        train(argv + ["--adv_estimator", "hadw"], tmp_path / "records")
+    assert not list((tmp_path / "out").rglob("checkpoint-*"))

@@ -17,7 +17,7 @@ import torch
 from trl_helpers import accuracy, config, toy_dataset, trainer
 
 from verl_hadw.core.errors import ConfigError, UnusedOptionsWarning
-from verl_hadw.trl.grpo_trainer import checked_outputs
+from verl_hadw.hf_trainer.trainer_hooks import checked_outputs
 
 
 @pytest.mark.parametrize("field, value, match", [

@@ -248,3 +248,22 @@ def test_a_failed_save_says_the_real_cause_not_a_full_disk(tmp_path, blocker, ca
     with pytest.raises(AnchorSaveError, match=cause) as info:
         cb.on_save(trainer=None, global_step=1, checkpoint_dir=str(folder))
     assert "full" not in str(info.value) and "allow_missing_state=true" in str(info.value)
+
+
+@pytest.mark.parametrize("estimator, said", [("dgpo", True), ("grpo", False)])
+def test_dgpo_resumed_from_a_checkpoint_that_records_no_method_says_so(tmp_path, recwarn, estimator, said):
+    """Issue 42, verl's v1 callback: a checkpoint with no anchor file (an HA-DW run would refuse it) is said under
+    DGPO; verl's own estimators are verl's business."""
+    from omegaconf import OmegaConf
+
+    from verl_hadw.verl_adapter.anchor_home.checkpoint_files import CheckpointFiles
+    from verl_hadw.verl_adapter.config.run_options import parse_run
+
+    folder = tmp_path / "global_step_2"
+    (folder / "actor").mkdir(parents=True)
+    trainer = OmegaConf.create({"resume_mode": "resume_path", "resume_from_path": str(folder),
+                                "default_local_dir": str(tmp_path)})
+    CheckpointFiles(trainer, parse_run({"adv_estimator": estimator}).flat()).check_estimator()
+    messages = [str(w.message) for w in recwarn if "which method trained it is unknown" in str(w.message)]
+    assert len(messages) == (1 if said else 0), messages
+    assert sorted(p.name for p in folder.iterdir()) == ["actor"]  # nothing written

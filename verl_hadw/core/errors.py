@@ -14,6 +14,7 @@ __all__ = [
     "AnchorSaveError",
     "AnchorStepError",
     "ResumeConflictError",
+    "RewardValueError",
     "AnchorActorError",
     "MissingExtraError",
     "UnusedOptionsWarning",
@@ -60,6 +61,11 @@ class AnchorStepError(RuntimeError):
 class ResumeConflictError(ConfigError):
     """A resume changes an option that changes the meaning of the saved anchor or the method being trained
     (``anchor.compatibility``); the message names each key, old -> new, and the ways out."""
+
+
+class RewardValueError(TypeError):
+    """A reward function returned something that is not a number (a string, a list...); the message names the
+    function, the value and the completion."""
 
 
 class AnchorActorError(RuntimeError):

@@ -17,7 +17,7 @@ import torch
 
 from verl_hadw.core.advantages import dgpo_call, hadw_call
 from verl_hadw.core.anchor.machine import AnchorView
-from verl_hadw.core.errors import ConfigError
+from verl_hadw.core.errors import ConfigError, RewardValueError
 from verl_hadw.core.groups import prepare_batch
 from verl_hadw.core.metric_values import MetricBuffer
 from verl_hadw.core.options import DgpoConfig, HadwConfig
@@ -91,12 +91,13 @@ def check_accuracy_weight(weights, names: Sequence[str], index: int | None, term
 
 
 def check_reward_values(name: str, values) -> None:
-    """Raise ``TypeError`` naming reward function ``name`` when one of its ``values`` (one per completion) is
+    """Raise ``RewardValueError`` (a ``TypeError``) naming reward function ``name`` when one of its ``values`` (one per
+    completion) is
     neither a number nor None (a string, a list...): a framework would fail converting it, naming no function."""
     for i, value in enumerate(values):
         if value is None or isinstance(value, numbers.Real) or (isinstance(value, torch.Tensor) and value.numel() == 1):
             continue
-        raise TypeError(
+        raise RewardValueError(
             f"the reward function {name!r} returned {type(value).__name__} {value!r:.60} for completion {i} of this "
             "generation batch: a reward is a number (or None when it cannot be scored). Make it return a float, "
             "e.g. float(...) of its score."

@@ -36,7 +36,13 @@ from verl_hadw.core.anchor.file_format import (
     write_state_file,
 )
 from verl_hadw.core.anchor.machine import AnchorState, AnchorView
-from verl_hadw.core.anchor.resume import check_saved_options, continue_under, missing_anchor, resumable
+from verl_hadw.core.anchor.resume import (
+    check_saved_options,
+    continue_under,
+    missing_anchor,
+    resumable,
+    warn_unrecorded_checkpoint,
+)
 from verl_hadw.core.errors import AnchorFileError, AnchorSaveError, frozen_anchor_message
 from verl_hadw.core.options import HadwConfig
 from verl_hadw.core.terms import Terms
@@ -150,8 +156,11 @@ class OptionsRecord:
     def start(self, checkpoint: str | None) -> None:
         step = checkpoint_step(checkpoint, self.terms.framework) if checkpoint is not None else None
         path = None if not step else os.path.join(checkpoint, STATE_FILE)
-        if path is None or not os.path.lexists(path):
-            return  # a fresh start, or a checkpoint that records nothing to compare
+        if path is None:
+            return  # a fresh start
+        if not os.path.lexists(path):  # a checkpoint that records nothing to compare: said
+            warn_unrecorded_checkpoint(checkpoint, self.terms)
+            return
         try:
             saved = read_state_file(path, step, self.terms)
         except ValueError as exc:

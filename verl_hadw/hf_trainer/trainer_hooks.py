@@ -4,6 +4,8 @@ the framework's ``GRPOTrainer``.
 - ``start_hadw(options)``, called at the end of the trainer's ``__init__`` (the framework has built its reward
   functions by then): the reward weights and ``accuracy_reward_index`` checked against them, unused fields warned,
   the options parsed once, the anchor (HA-DW) or the options record (DGPO) built, its checkpoint callback added.
+- ``checking_rewards()``: while the framework scores a generation batch, every value a reward function returns is
+  checked (a string is named with its function, ``core.errors.RewardValueError``).
 - ``train()``: the anchor started before the framework's loop, fresh or restored from the checkpoint the Trainer
   resumes from (``True``: the last one in ``output_dir``, as the Trainer finds it).
 - ``hadw_advantages(rewards, lengths, mode)``: one generation batch's advantages and metrics
@@ -15,6 +17,10 @@ The framework's words are those of the options object (``options.terms``): every
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import inspect
+
 import torch
 from transformers.trainer_utils import get_last_checkpoint
 
@@ -23,13 +29,37 @@ from verl_hadw.core.option_fields import OptionFields
 from verl_hadw.core.reward_matrix import (
     RewardColumns,
     check_accuracy_weight,
+    check_reward_values,
     check_reward_weights,
     generation_advantages,
 )
 from verl_hadw.hf_trainer.adapter_fields import check_accuracy_index
 from verl_hadw.hf_trainer.checkpoint_anchor import AnchorCheckpointCallback, OptionsRecord, TrainerAnchor
 
-__all__ = ["HadwTrainerHooks"]
+__all__ = ["HadwTrainerHooks", "checked_outputs"]
+
+
+def checked_outputs(func, name: str):
+    """``func`` (a reward function) with each of its returned values checked (``check_reward_values``); a model
+    (``nn.Module``) as it is."""
+    if isinstance(func, torch.nn.Module) or not callable(func):
+        return func
+    if inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(getattr(func, "__call__", None)):
+        @functools.wraps(func)
+        async def checked_async(*args, **kwargs):
+            values = await func(*args, **kwargs)
+            check_reward_values(name, values)
+            return values
+
+        return checked_async
+
+    @functools.wraps(func)
+    def checked(*args, **kwargs):
+        values = func(*args, **kwargs)
+        check_reward_values(name, values)
+        return values
+
+    return checked
 
 
 class HadwTrainerHooks:
@@ -54,6 +84,17 @@ class HadwTrainerHooks:
         self._hadw_record = self.hadw_anchor or OptionsRecord(self.hadw_cfg.state_key, recorded, terms)
         self.add_callback(AnchorCheckpointCallback(self._hadw_record))
         self._hadw_metrics = MetricBuffer()  # this trainer's hadw/* dgpo/* values, per step
+
+    @contextlib.contextmanager
+    def checking_rewards(self):
+        """The framework's reward functions, each value they return checked (``checked_outputs``), while the framework
+        scores a generation batch: a string would otherwise fail in its tensor conversion, naming no function."""
+        funcs = self.reward_funcs
+        self.reward_funcs = [checked_outputs(f, n) for f, n in zip(funcs, self.reward_func_names)]
+        try:
+            yield
+        finally:
+            self.reward_funcs = funcs
 
     def train(self, resume_from_checkpoint=None, *args, **kwargs):
         """The framework's ``train``, with the anchor started first: fresh, or restored from the checkpoint the

@@ -32,6 +32,10 @@ class HadwSwiftGRPOTrainer(HadwTrainerHooks, GRPOTrainer):
         check_trainer(self, hadw_args)
         self.start_hadw(hadw_args)  # the anchor or the options record, read once (hf_trainer.trainer_hooks)
 
+    def _compute_rewards_per_func(self, samples):
+        with self.checking_rewards():  # swift converts each list with torch.tensor: a string would name no function
+            return super()._compute_rewards_per_func(samples)
+
     def _compute_advantages(self, samples, rewards_per_func: torch.Tensor, batch_encoded_inputs) -> torch.Tensor:
         super()._compute_advantages(samples, rewards_per_func, batch_encoded_inputs)  # swift's metrics; result unused
         mode = "train" if self.model.training else "eval"

@@ -19,43 +19,17 @@ it with every checkpoint. Metrics go into TRL's own ``_metrics``, so they are av
 
 from __future__ import annotations
 
-import functools
-import inspect
-
 import torch
 from trl import GRPOTrainer
 
 from verl_hadw.core.errors import ConfigError
-from verl_hadw.core.reward_matrix import check_accuracy_weight, check_reward_values, check_reward_weights
+from verl_hadw.core.reward_matrix import check_accuracy_weight, check_reward_weights
 from verl_hadw.hf_trainer.trainer_hooks import HadwTrainerHooks
 from verl_hadw.trl.grpo_config import HadwGRPOConfig
 from verl_hadw.trl.terms import TRL
 from verl_hadw.trl.version import check_trl_version
 
 __all__ = ["HadwGRPOTrainer"]
-
-
-def checked_outputs(func, name: str):
-    """``func`` (a reward function) with each of its returned values checked (``check_reward_values``); a model
-    (``nn.Module``) as it is."""
-    if isinstance(func, torch.nn.Module) or not callable(func):
-        return func
-    if inspect.iscoroutinefunction(func):
-        @functools.wraps(func)
-        async def checked_async(*args, **kwargs):
-            values = await func(*args, **kwargs)
-            check_reward_values(name, values)
-            return values
-
-        return checked_async
-
-    @functools.wraps(func)
-    def checked(*args, **kwargs):
-        values = func(*args, **kwargs)
-        check_reward_values(name, values)
-        return values
-
-    return checked
 
 
 class HadwGRPOTrainer(HadwTrainerHooks, GRPOTrainer):
@@ -87,12 +61,8 @@ class HadwGRPOTrainer(HadwTrainerHooks, GRPOTrainer):
 
     # ------------------------------------------------------------------------------------- TRL's two taps
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
-        funcs = self.reward_funcs
-        self.reward_funcs = [checked_outputs(f, n) for f, n in zip(funcs, self.reward_func_names)]
-        try:  # TRL converts each function's list with torch.tensor: a string would fail naming no function
+        with self.checking_rewards():  # TRL converts each list with torch.tensor: a string would name no function
             rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
-        finally:
-            self.reward_funcs = funcs
         self._gathered_rewards = rewards_per_func  # (B_global, n_funcs), every process's rows, on every process
         return rewards_per_func
 

@@ -20,7 +20,7 @@ from verl_hadw.core.errors import MissingAnchorStateError, ResumeConflictError
 from verl_hadw.core.options import HadwConfig
 from verl_hadw.core.terms import Terms
 
-__all__ = ["continue_under", "check_saved_options", "missing_anchor", "resumable"]
+__all__ = ["continue_under", "check_saved_options", "missing_anchor", "resumable", "warn_unrecorded_checkpoint"]
 
 logger = logging.getLogger(__name__)
 _SILENT = Terms("", str, lambda k, v: "", "", "", "", "", "")  # a candidate's check composes no message anyone reads
@@ -90,6 +90,21 @@ def check_saved_options(saved: dict, options: dict, path: str, terms: Terms,
     if state is not None:
         recorded.setdefault(ADV_ESTIMATOR, "hadw")
     check_resume(recorded, recorded_all, options, path, terms, sorted(saved.keys() - set(PAYLOAD_KEYS)), earlier)
+
+
+def warn_unrecorded_checkpoint(checkpoint: str, terms: Terms) -> str:
+    """DGPO resumes from ``checkpoint``, which records no method (no anchor file, nor the options-only file every
+    DGPO checkpoint holds): which method trained it is unknown, so it is said, not refused (HA-DW, which needs the
+    anchor, refuses the same checkpoint). Returns the warning."""
+    message = (
+        f"resuming DGPO from {checkpoint}, which holds no HA-DW anchor file (every HA-DW and DGPO checkpoint of "
+        "verl-hadw holds one): which method trained it is unknown, so DGPO continues from it. If HA-DW trained it "
+        f"(its anchor lost), resume it under HA-DW from a checkpoint that has its anchor; if it is another "
+        f"experiment's, {terms.resume_elsewhere}."
+    )
+    logger.warning(message)
+    warnings.warn(message, UserWarning, stacklevel=3)
+    return message
 
 
 def resumable(saved: dict, options: dict, anchor: bool) -> bool:

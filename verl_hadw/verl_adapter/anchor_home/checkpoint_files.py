@@ -13,8 +13,9 @@ import logging
 import os
 
 from verl_hadw.core.anchor.checkpoint_dirs import earlier_valid_checkpoint, step_of
+from verl_hadw.core.anchor.compatibility import ADV_ESTIMATOR
 from verl_hadw.core.anchor.file_format import STATE_FILE, payload, read_state_file, write_state_file
-from verl_hadw.core.anchor.resume import check_saved_options, continue_under, resumable
+from verl_hadw.core.anchor.resume import check_saved_options, continue_under, resumable, warn_unrecorded_checkpoint
 from verl_hadw.core.errors import AnchorFileError, MissingAnchorStateError
 from verl_hadw.core.options import HadwConfig
 from verl_hadw.verl_adapter.anchor_home.anchor_persistence import Persistence
@@ -80,7 +81,11 @@ class CheckpointFiles(Persistence):
         options-only file such a run writes) goes through the resume rules; without one there is nothing to check."""
         folder = resolve_resume_dir(self.trainer_config)
         path = None if folder is None else os.path.join(folder, STATE_FILE)
-        if path is None or not os.path.lexists(path):
+        if path is None:
+            return
+        if not os.path.lexists(path):  # nothing recorded: said for DGPO (verl's own estimators are verl's business)
+            if self.options.get(ADV_ESTIMATOR) == "dgpo":
+                warn_unrecorded_checkpoint(folder, VERL)
             return
         try:
             saved, problem = read_state_file(path, step_of(folder), VERL), None

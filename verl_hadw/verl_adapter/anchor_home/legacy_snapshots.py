@@ -27,7 +27,7 @@ from omegaconf import OmegaConf
 from verl_hadw import verl_support
 from verl_hadw.core.anchor.checkpoint_dirs import step_of
 from verl_hadw.core.anchor.file_format import STATE_FILE, payload, read_state_file, write_state_file
-from verl_hadw.core.anchor.resume import check_saved_options, continue_under, resumable
+from verl_hadw.core.anchor.resume import check_saved_options, continue_under, resumable, warn_unrecorded_checkpoint
 from verl_hadw.core.errors import AnchorFileError, MissingAnchorStateError
 from verl_hadw.core.options import HadwConfig
 from verl_hadw.verl_adapter.anchor_home.anchor_persistence import Persistence
@@ -143,6 +143,8 @@ class LegacySnapshots(Persistence):
                 check_saved_options(self._read(path, step - 1, folder), self.options, path, VERL,
                                     earlier=lambda: self._way_back(folder, False))
                 return
+        if folder is not None:  # nothing recorded: said
+            warn_unrecorded_checkpoint(folder, VERL)
 
     def _way_back(self, folder: str, anchor: bool) -> str | None:
         """After a refused resume: the newest earlier ``global_step_K`` beside ``folder`` (one verl can resume: it has
