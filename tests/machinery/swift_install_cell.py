@@ -21,38 +21,18 @@ cell, for CI's time): the command-line run on one rank instead of two, and the s
 ``dapo`` loss only; the newest release's cell runs all of it.
 """
 
-import os
 import re
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
 
+from cell_shell import freeze, sh
 from repo_paths import ROOT, TESTS
 
 FORBIDDEN = {"verl", "ray", "vllm", "wandb"}
 FOLDERS = ("core", "swift_adapter", "hf_trainer")  # the tests/ folders run here, those present
 READER = TESTS / "swift_adapter" / "test_swift_cell.py"  # reads this script's output (in the test environment)
-
-
-def sh(*cmd, cwd=None, env=None, timeout=1800):
-    base = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PIP_REQUIRE_VIRTUALENV")}
-    base.update(HF_HUB_OFFLINE="1", HF_HUB_DISABLE_TELEMETRY="1", WANDB_MODE="disabled", **(env or {}))
-    proc = subprocess.run([str(c) for c in cmd], cwd=cwd, env=base, capture_output=True, text=True, timeout=timeout)
-    assert proc.returncode == 0, f"{cmd}\n{proc.stdout[-6000:]}\n{proc.stderr[-3000:]}"
-    return proc.stdout
-
-
-def freeze(python: Path) -> dict[str, str]:
-    """name -> version (or the line, for a non-``==`` entry) of ``pip freeze``."""
-    out = {}
-    for line in sh(python, "-m", "pip", "freeze", "--all").splitlines():
-        name, sep, version = line.partition("==")
-        if not sep:  # "name @ file:///..." (a local install)
-            name, _, version = line.partition(" @ ")
-        out[re.sub(r"[-_.]+", "-", name.strip()).lower()] = version.strip()
-    return out
 
 
 def main(version: str, workdir: Path, lean: bool = False) -> int:

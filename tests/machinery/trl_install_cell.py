@@ -18,13 +18,12 @@ show it, a run saved and resumed equal to the run that never stopped, bit for bi
 and the tests themselves: the script prints its timings.
 """
 
-import os
 import re
-import subprocess
 import sys
 import time
 from pathlib import Path
 
+from cell_shell import freeze, sh
 from repo_paths import ROOT, TESTS
 
 FORBIDDEN = {"verl", "ray", "vllm", "wandb"}
@@ -38,25 +37,6 @@ def lowest_trl() -> str:
 
     (low,) = re.findall(r">=\s*([0-9][0-9.]*)", TRL_RANGE)
     return low
-
-
-def sh(*cmd, cwd=None, timeout=1800):
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PIP_REQUIRE_VIRTUALENV")}
-    env.update(HF_HUB_OFFLINE="1", HF_HUB_DISABLE_TELEMETRY="1", WANDB_MODE="disabled")
-    proc = subprocess.run([str(c) for c in cmd], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-    assert proc.returncode == 0, f"{cmd}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-    return proc.stdout
-
-
-def freeze(python: Path) -> dict[str, str]:
-    """name -> version (or the line, for a non-``==`` entry) of ``pip freeze``."""
-    out = {}
-    for line in sh(python, "-m", "pip", "freeze", "--all").splitlines():
-        name, sep, version = line.partition("==")
-        if not sep:  # "name @ file:///..." (a local install)
-            name, _, version = line.partition(" @ ")
-        out[re.sub(r"[-_.]+", "-", name.strip()).lower()] = version.strip()
-    return out
 
 
 def main(tmp_path: Path) -> int:
