@@ -4,6 +4,8 @@ restore in ``train``, the advantages and the metrics. Each framework's own train
 (``tests/trl``, ``tests/swift_adapter``)."""
 
 import json
+import os
+import shutil
 from collections import defaultdict
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -11,10 +13,11 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from verl_hadw.core.errors import ConfigError
+from verl_hadw.core.anchor.file_format import STATE_FILE
+from verl_hadw.core.errors import ConfigError, PartialCheckpointError
 from verl_hadw.core.option_fields import OptionFields
 from verl_hadw.hf_trainer.adapter_fields import add_adapter_fields
-from verl_hadw.hf_trainer.checkpoint_anchor import AnchorCheckpointCallback, OptionsRecord, TrainerAnchor
+from verl_hadw.hf_trainer.checkpoint_anchor import OptionsRecord, TrainerAnchor
 from verl_hadw.hf_trainer.trainer_hooks import HadwTrainerHooks
 from verl_hadw.hf_trainer.words import Spelling, hf_terms
 
@@ -30,7 +33,9 @@ class Options(OptionFields):
 
 
 class FrameworkTrainer:
-    """What the hooks read of a framework's GRPOTrainer, and its ``train``."""
+    """What the hooks read of a framework's GRPOTrainer, its ``train`` and its checkpoint save: the HF Trainer's files
+    in its order (the weights, then ``trainer_state.json``), then the removal of older checkpoints (``save_total_limit``
+    1). ``seen`` records what the folder held when the framework's save began."""
 
     def __init__(self, out, names=("acc",)):
         self.args = SimpleNamespace(output_dir=str(out), should_save=True)
@@ -38,14 +43,26 @@ class FrameworkTrainer:
         self.reward_func_names, self.reward_weights = list(names), torch.ones(len(names))
         self.num_generations = self.num_generations_eval = 4
         self._metrics = {"train": defaultdict(list), "eval": defaultdict(list)}
-        self.callbacks, self.trained_from = [], "not trained"
-
-    def add_callback(self, callback):
-        self.callbacks.append(callback)
+        self.trained_from, self.seen = "not trained", None
 
     def train(self, resume_from_checkpoint=None):
         self.trained_from = resume_from_checkpoint
         return "the framework's train"
+
+    def _get_output_dir(self, trial):
+        return self.args.output_dir
+
+    def _save_checkpoint(self, model, trial):
+        folder = os.path.join(self.args.output_dir, f"checkpoint-{self.state.global_step}")
+        os.makedirs(folder, exist_ok=True)
+        self.seen = sorted(os.listdir(folder))
+        for name, text in (("model.safetensors", "weights"),
+                           ("trainer_state.json", json.dumps({"global_step": self.state.global_step}))):
+            with open(os.path.join(folder, name), "w") as f:
+                f.write(text)
+        for old in os.listdir(self.args.output_dir):
+            if old.startswith("checkpoint-") and old != os.path.basename(folder):
+                shutil.rmtree(os.path.join(self.args.output_dir, old))
 
 
 class Trainer(HadwTrainerHooks, FrameworkTrainer):
@@ -58,11 +75,9 @@ REWARDS = torch.tensor([[1.0], [0.0], [0.0], [0.0], [1.0], [1.0], [1.0], [0.0]])
 LENGTHS = torch.full((8,), 3.0)
 
 
-def test_hadw_keeps_an_anchor_saved_by_its_callback_observed_once_per_training_batch(tmp_path):
+def test_hadw_keeps_an_anchor_observed_once_per_training_batch(tmp_path):
     t = Trainer(tmp_path, Options(adv_estimator="hadw"))
     assert isinstance(t.hadw_anchor, TrainerAnchor) and t.dgpo_cfg is None
-    (callback,) = t.callbacks
-    assert isinstance(callback, AnchorCheckpointCallback) and callback.anchor is t.hadw_anchor
     advantages, values = t.hadw_advantages(REWARDS, LENGTHS, "train")
     assert advantages.shape == (8,) and values["hadw/batch_acc"] == 0.5
     assert t.hadw_anchor.state.open_step == 1  # step = state.global_step + 1
@@ -85,9 +100,7 @@ def test_train_restores_the_anchor_from_the_checkpoint_the_trainer_resumes_from(
     saved.hadw_advantages(REWARDS, LENGTHS, "train")
     saved.state.global_step = 1
     folder = tmp_path / "checkpoint-1"
-    folder.mkdir()
-    (folder / "trainer_state.json").write_text(json.dumps({"global_step": 1}))
-    saved.callbacks[0].on_save(saved.args, saved.state, None)
+    saved._save_checkpoint(None, None)
     resumed = Trainer(tmp_path, Options(adv_estimator="hadw"))
     assert resumed.train(resume_from_checkpoint=True) == "the framework's train"
     assert resumed.trained_from is True  # handed on as given: the framework finds the folder itself
@@ -142,3 +155,29 @@ def test_dgpo_resumed_from_a_checkpoint_that_records_no_method_says_so(tmp_path)
                                          r"which method trained it is unknown"):
         assert t.train(resume_from_checkpoint=str(folder)) == "the framework's train"
     assert sorted(p.name for p in folder.iterdir()) == ["trainer_state.json"]  # nothing written
+
+
+@pytest.mark.parametrize("estimator", ["hadw", "dgpo"])
+def test_the_anchor_file_is_in_the_checkpoint_before_the_frameworks_save_begins(tmp_path, estimator):
+    """Issue 42: written after the framework's save, the anchor could be lost (older checkpoints already removed,
+    swift's last-checkpoint link already moved). Now the folder holds it when the framework's save begins, and a save
+    cut off before the framework's last file leaves a partial checkpoint that a resume refuses naming the newest whole
+    one."""
+    t = Trainer(tmp_path, Options(adv_estimator=estimator))
+    t.hadw_advantages(REWARDS, LENGTHS, "train")
+    (tmp_path / "checkpoint-1").mkdir()
+    (tmp_path / "checkpoint-1" / f"{STATE_FILE}.tmp.99999").write_text("{")  # a killed save's leftover
+    t.state.global_step = 1
+    t._save_checkpoint(None, None)
+    assert t.seen == [STATE_FILE]  # the anchor first, the dead temporary file gone
+    t.state.global_step = 2
+    t._save_checkpoint(None, None)
+    assert t.seen == [STATE_FILE] and not (tmp_path / "checkpoint-1").exists()
+    (tmp_path / "checkpoint-3").mkdir()  # a later save cut off before its trainer_state.json
+    (tmp_path / "checkpoint-3" / "model.safetensors").write_text("half")
+    resumed = Trainer(tmp_path, Options(adv_estimator=estimator))
+    said = rf"cannot resume from {tmp_path}/checkpoint-3: it holds no trainer_state.json.*{tmp_path}/checkpoint-2 is"
+    with pytest.raises(PartialCheckpointError, match=said):
+        resumed.train(resume_from_checkpoint=True)
+    assert resumed.trained_from == "not trained"  # refused before the framework loads anything
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint-2", "checkpoint-3"]  # nothing written or moved

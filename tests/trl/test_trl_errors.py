@@ -30,7 +30,13 @@ from verl_hadw.core.anchor.compatibility import (
     declared_options,
 )
 from verl_hadw.core.anchor.file_format import STATE_FILE
-from verl_hadw.core.errors import AnchorFileError, ConfigError, MissingAnchorStateError, ResumeConflictError
+from verl_hadw.core.errors import (
+    AnchorFileError,
+    ConfigError,
+    MissingAnchorStateError,
+    PartialCheckpointError,
+    ResumeConflictError,
+)
 from verl_hadw.hf_trainer.checkpoint_anchor import TrainerAnchor
 from verl_hadw.trl import HadwGRPOConfig, HadwGRPOTrainer
 from verl_hadw.trl.grpo_config import declared_fields, fields_table
@@ -254,11 +260,14 @@ def test_resume_without_an_anchor_file(tmp_path, caplog):
     with caplog.at_level(logging.WARNING):
         anchor.start(str(empty))
     assert anchor.state.open_step is None and "hadw_allow_missing_state=True: continuing with a fresh" in caplog.text
-    weights_only = tmp_path / "weights"  # no trainer_state.json: TRL starts over at step 0, so does the anchor
+    # no trainer_state.json: transformers 5.x stops on it after loading the weights (issue 42: the adapter warned
+    # "TRL restarts at step 0 with its weights only"); refused first, naming the newest whole checkpoint
+    weights_only = tmp_path / "weights"
     weights_only.mkdir()
-    anchor = anchor_of(tmp_path)
-    anchor.start(str(weights_only))
-    assert anchor.state.open_step is None and anchor.restored_from is None
+    (weights_only / STATE_FILE).write_text((good / STATE_FILE).read_text())
+    said = rf"resume from {re.escape(str(weights_only))}: it holds no trainer_state.json.*{re.escape(str(good))} is"
+    with pytest.raises(PartialCheckpointError, match=said):
+        anchor_of(tmp_path).start(str(weights_only))
 
 
 def test_resume_from_a_damaged_or_copied_file(tmp_path):

@@ -13,6 +13,7 @@ __all__ = [
     "AnchorFileError",
     "AnchorSaveError",
     "AnchorStepError",
+    "PartialCheckpointError",
     "ResumeConflictError",
     "RewardValueError",
     "AnchorActorError",
@@ -52,6 +53,12 @@ class AnchorFileError(MissingAnchorStateError):
 
 class AnchorSaveError(RuntimeError):
     """The anchor file could not be written (disk full, read-only, ...); no partial file is left."""
+
+
+class PartialCheckpointError(RuntimeError):
+    """A resume names a checkpoint its framework cannot resume from whole: its save was cut off (a kill, a full disk)
+    before the framework's last file. Refused before anything loads from it; the message names the folder, what is
+    missing and the newest whole checkpoint beside it."""
 
 
 class AnchorStepError(RuntimeError):

@@ -10,7 +10,9 @@ optimizer step it first trains (``state.global_step + 1``); generation batches i
 mini-batch calls do.
 
 Persistence reuses verl's v1 files and rules: ``checkpoint-N/verl_hadw_anchor.json`` (``anchor.file_format``),
-written by the saving process in ``AnchorCheckpointCallback.on_save``; a resume reads it through the same checks
+written by the saving process first, before the Trainer's own files (``trainer_hooks``: so before older checkpoints
+are removed and before any "newest" link moves); a resume from a checkpoint whose save was cut off is refused naming
+the newest whole one (``resumed_step``); a resume reads the anchor through the same checks
 (``read_state_file``) and the same resume rules (``resume.continue_under``: a changed meaning refuses, a changed
 tuning warns), a missing or damaged file is an error unless ``hadw_allow_missing_state``. The core composes their
 messages in the framework's words (the ``Terms`` each object is given: TRL's fields, swift's flags).
@@ -23,7 +25,6 @@ import logging
 import os
 import warnings
 
-from transformers import TrainerCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from verl_hadw.core.anchor.checkpoint_dirs import earlier_valid_checkpoint
@@ -43,36 +44,74 @@ from verl_hadw.core.anchor.resume import (
     resumable,
     warn_unrecorded_checkpoint,
 )
-from verl_hadw.core.errors import AnchorFileError, AnchorSaveError, frozen_anchor_message
+from verl_hadw.core.errors import AnchorFileError, PartialCheckpointError, frozen_anchor_message
 from verl_hadw.core.options import HadwConfig
 from verl_hadw.core.terms import Terms
 
-__all__ = ["TrainerAnchor", "OptionsRecord", "AnchorCheckpointCallback", "checkpoint_step"]
+__all__ = ["TrainerAnchor", "OptionsRecord", "resumed_step", "newest_whole_checkpoint", "trainer_step"]
 
 logger = logging.getLogger(__name__)
 
 
-def checkpoint_step(folder: str, framework: str) -> int | None:
-    """The optimizer step ``framework`` (an HF Trainer) resumes from ``folder`` at: its ``trainer_state.json``'s
-    global_step, or None without one (the Trainer then loads the weights only and counts from step 0: a new run,
-    with a fresh anchor)."""
-    path = os.path.join(folder, "trainer_state.json")
+TRAINER_STATE = "trainer_state.json"  # transformers' TRAINER_STATE_NAME: the last file of the Trainer's save
+
+
+def trainer_step(folder: str) -> int:
+    """The optimizer step an HF Trainer resumes ``folder`` at: its ``trainer_state.json``'s global_step. ValueError,
+    saying what is wrong, where the file is missing or cannot be read (bounded, regular files only: as the anchor
+    file, a FIFO or /dev/zero would hang or never end)."""
+    path = os.path.join(folder, TRAINER_STATE)
     if not os.path.lexists(path):  # a broken link is read below, and named as one
-        if os.path.lexists(os.path.join(folder, STATE_FILE)):
-            logger.warning(f"{folder} has an HA-DW anchor file but no trainer_state.json: {framework} restarts at "
-                           "step 0 with its weights only, and so does the anchor (fresh)")
-        return None
-    try:  # bounded, regular files only: as the anchor file (a FIFO or /dev/zero would hang or never end)
+        raise ValueError(f"it holds no {TRAINER_STATE}")
+    try:
         return int(read_json(read_bounded(path))["global_step"])
     except (ValueError, KeyError, TypeError) as exc:
-        raise AnchorFileError(f"cannot read the step {framework} resumes {folder} at from {path} ({exc})") from None
+        raise ValueError(f"cannot read the step it resumes at from {path} ({exc})") from None
+
+
+def whole_trainer_files(folder: str, step: int) -> bool:
+    """Whether the Trainer's save of ``checkpoint-<step>`` ran to its last file (``trainer_state.json``, of that
+    step)."""
+    try:
+        return trainer_step(folder) == step
+    except ValueError:
+        return False
+
+
+def newest_whole_checkpoint(folder: str) -> str | None:
+    """The newest ``checkpoint-K`` beside ``folder`` (K below its number, when its name or its link's target has one)
+    that is whole: the Trainer's files of step K and a valid anchor file (of any method)."""
+    name = os.path.basename(os.path.realpath(folder))
+    number = name[len(PREFIX_CHECKPOINT_DIR) + 1:]
+    step = int(number) if name.startswith(f"{PREFIX_CHECKPOINT_DIR}-") and number.isdigit() else 1 << 62
+    return earlier_valid_checkpoint(folder, step, prefix=f"{PREFIX_CHECKPOINT_DIR}-", needs=None,
+                                    accepts=lambda saved: True, whole=whole_trainer_files)
+
+
+def resumed_step(folder: str, terms: Terms) -> int:
+    """The optimizer step the Trainer resumes ``folder`` at. A folder it cannot resume from whole is refused before
+    anything loads from it (``PartialCheckpointError``, one line naming the newest whole checkpoint beside it): the
+    Trainer writes ``trainer_state.json`` after the weights, the optimizer, the scaler and the RNG states, so a save
+    cut off (a kill, a full disk) leaves none; transformers 5.x stops on its absence too, after loading the weights."""
+    try:
+        return trainer_step(folder)
+    except ValueError as exc:
+        problem = str(exc)
+    whole = newest_whole_checkpoint(folder)
+    way = (f"{terms.resume_elsewhere}: {whole} is the newest whole checkpoint beside it; or move {folder} away, so "
+           f"that a resume from the newest checkpoint finds {whole}" if whole else
+           f"no whole checkpoint is beside it: {terms.new_experiment}")
+    raise PartialCheckpointError(
+        f"cannot resume from {folder}: {problem}. {terms.framework} writes that file last, after the weights, the "
+        f"optimizer and the RNG states: this checkpoint's save was cut off (a partial checkpoint), or it is not a "
+        f"{terms.framework} checkpoint. Ways out: {way}.")
 
 
 def way_back(checkpoint: str, step: int, options: dict, anchor: bool) -> str | None:
-    """The newest earlier ``checkpoint-K`` beside ``checkpoint`` whose file a run with ``options`` (``anchor``: an
-    HA-DW run) continues without a refusal: the way back a refused resume names."""
+    """The newest earlier whole ``checkpoint-K`` beside ``checkpoint`` whose file a run with ``options`` (``anchor``:
+    an HA-DW run) continues without a refusal: the way back a refused resume names."""
     return earlier_valid_checkpoint(checkpoint, step, prefix=f"{PREFIX_CHECKPOINT_DIR}-", needs=None,
-                                    accepts=lambda saved: resumable(saved, options, anchor))
+                                    accepts=lambda saved: resumable(saved, options, anchor), whole=whole_trainer_files)
 
 
 class TrainerAnchor:
@@ -87,7 +126,7 @@ class TrainerAnchor:
     def start(self, checkpoint: str | None) -> None:
         """A ``train()`` begins: a fresh anchor, or the one saved in the checkpoint folder it resumes from."""
         self.state, self._last, self.restored_from = AnchorState(config=self.cfg.anchor), (None, -1), None
-        step = checkpoint_step(checkpoint, self.terms.framework) if checkpoint is not None else None
+        step = resumed_step(checkpoint, self.terms) if checkpoint is not None else None
         if not step:
             return
         path = os.path.join(checkpoint, STATE_FILE)
@@ -106,7 +145,8 @@ class TrainerAnchor:
                 return read_state_file(path, step, self.terms)
             except ValueError as exc:
                 problem, error = f"cannot restore the HA-DW anchor: {path} {exc}", AnchorFileError
-        earlier = earlier_valid_checkpoint(checkpoint, step, prefix=f"{PREFIX_CHECKPOINT_DIR}-", needs=None)
+        earlier = earlier_valid_checkpoint(checkpoint, step, prefix=f"{PREFIX_CHECKPOINT_DIR}-", needs=None,
+                                           whole=whole_trainer_files)
         where = f"{earlier}, the newest earlier checkpoint with a valid anchor file" if earlier else (
             f"an earlier {PREFIX_CHECKPOINT_DIR}-K folder whose {STATE_FILE} is valid (none found beside {checkpoint})")
         message = f"{problem}. Ways out: resume from {where}; or {self.terms.allow_missing_state}."
@@ -154,7 +194,7 @@ class OptionsRecord:
         self.key, self.options, self.terms = key, options, terms
 
     def start(self, checkpoint: str | None) -> None:
-        step = checkpoint_step(checkpoint, self.terms.framework) if checkpoint is not None else None
+        step = resumed_step(checkpoint, self.terms) if checkpoint is not None else None
         path = None if not step else os.path.join(checkpoint, STATE_FILE)
         if path is None:
             return  # a fresh start
@@ -173,23 +213,3 @@ class OptionsRecord:
 
     def save(self, folder: str, step: int) -> None:
         write_state_file(os.path.join(folder, STATE_FILE), payload(step, self.key, None, self.options), self.terms)
-
-
-class AnchorCheckpointCallback(TrainerCallback):
-    """Writes the anchor (or, without one, the run's options: ``OptionsRecord``) into every ``checkpoint-N`` folder
-    the Trainer saves (the process that saves, ``should_save``)."""
-
-    def __init__(self, anchor: TrainerAnchor | OptionsRecord):
-        self.anchor = anchor
-
-    def on_save(self, args, state, control, **kwargs):
-        if not args.should_save:
-            return
-        folder = os.path.join(args.output_dir, f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}")
-        if not os.path.isdir(folder):  # e.g. hyperparameter_search's run-* folders
-            raise AnchorSaveError(
-                f"{self.anchor.terms.framework} reported a checkpoint at step {state.global_step} but {folder} does "
-                "not exist: the HA-DW anchor is saved into <output_dir>/checkpoint-N only (hyperparameter_search's run "
-                "folders are not supported)"
-            )
-        self.anchor.save(folder, state.global_step)

@@ -3,7 +3,9 @@ the framework's ``GRPOTrainer``.
 
 - ``start_hadw(options)``, called at the end of the trainer's ``__init__`` (the framework has built its reward
   functions by then): the reward weights and ``accuracy_reward_index`` checked against them, unused fields warned,
-  the options parsed once, the anchor (HA-DW) or the options record (DGPO) built, its checkpoint callback added.
+  the options parsed once, the anchor (HA-DW) or the options record (DGPO) built.
+- ``_save_checkpoint``: the anchor file (DGPO: the options record) written into ``checkpoint-N`` first, then the
+  framework's save.
 - ``checking_rewards()``: while the framework scores a generation batch, every value a reward function returns is
   checked (a string is named with its function, ``core.errors.RewardValueError``).
 - ``train()``: the anchor started before the framework's loop, fresh or restored from the checkpoint the Trainer
@@ -20,9 +22,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import os
 
 import torch
-from transformers.trainer_utils import get_last_checkpoint
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, get_last_checkpoint
 
 from verl_hadw.core.metric_values import MetricBuffer
 from verl_hadw.core.option_fields import OptionFields
@@ -34,7 +37,7 @@ from verl_hadw.core.reward_matrix import (
     generation_advantages,
 )
 from verl_hadw.hf_trainer.adapter_fields import check_accuracy_index
-from verl_hadw.hf_trainer.checkpoint_anchor import AnchorCheckpointCallback, OptionsRecord, TrainerAnchor
+from verl_hadw.hf_trainer.checkpoint_anchor import OptionsRecord, TrainerAnchor
 
 __all__ = ["HadwTrainerHooks", "checked_outputs"]
 
@@ -82,7 +85,6 @@ class HadwTrainerHooks:
         self.hadw_anchor = TrainerAnchor(self.hadw_cfg, recorded, terms) if options.adv_estimator == "hadw" else None
         # what each checkpoint records and a resume checks: the anchor, or (DGPO) the run's options only
         self._hadw_record = self.hadw_anchor or OptionsRecord(self.hadw_cfg.state_key, recorded, terms)
-        self.add_callback(AnchorCheckpointCallback(self._hadw_record))
         self._hadw_metrics = MetricBuffer()  # this trainer's hadw/* dgpo/* values, per step
 
     @contextlib.contextmanager
@@ -105,6 +107,19 @@ class HadwTrainerHooks:
             folder = get_last_checkpoint(self.args.output_dir)  # None: the Trainer itself raises "no checkpoint"
         self._hadw_record.start(folder or None)
         return super().train(resume_from_checkpoint, *args, **kwargs)
+
+    def _save_checkpoint(self, model, trial, *args, **kwargs):
+        """The framework's checkpoint save, with the anchor file (DGPO: the options record) written into
+        ``checkpoint-N`` first (atomically, by the saving process): before the model's files, before the Trainer
+        removes older checkpoints (``save_total_limit``) and before swift moves its ``last-checkpoint`` link. A save
+        cut off at any moment leaves the previous checkpoints as they were and either a whole ``checkpoint-N`` that
+        holds its anchor, or a partial one (no ``trainer_state.json``, the Trainer's last file), which a resume
+        refuses naming the newest whole one (``checkpoint_anchor.resumed_step``)."""
+        if self.args.should_save:
+            step = self.state.global_step
+            folder = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{step}")
+            self._hadw_record.save(folder, step)
+        return super()._save_checkpoint(model, trial, *args, **kwargs)
 
     def hadw_advantages(self, rewards_per_func: torch.Tensor, lengths: torch.Tensor, mode: str = "train"):
         """(B,) advantages of one generation batch, and its hadw/* dgpo/* metrics (``core.reward_matrix``).

@@ -12,9 +12,9 @@ same output dict with other ``advantages``. This trainer does only that, plus tw
   own advantages by then (the trap TRL PR #7298 describes), so the override replaces that log's entries with ours.
 
 What every HF-Trainer-based adapter shares (``hf_trainer.trainer_hooks.HadwTrainerHooks``): ``train()`` starts the
-HA-DW anchor (fresh, or restored from ``resume_from_checkpoint``) before TRL's loop; ``AnchorCheckpointCallback`` saves
-it with every checkpoint. Metrics go into TRL's own ``_metrics``, so they are averaged, logged and reported
-(``report_to``) with TRL's.
+HA-DW anchor (fresh, or restored from ``resume_from_checkpoint``) before TRL's loop; ``_save_checkpoint`` writes it
+into every checkpoint first, before the Trainer's own files. Metrics go into TRL's own ``_metrics``, so they are
+averaged, logged and reported (``report_to``) with TRL's.
 """
 
 from __future__ import annotations

@@ -21,13 +21,15 @@ def step_of(folder: str, prefix: str = "global_step_") -> int:
 
 
 def earlier_valid_checkpoint(folder: str, step: int | None = None, prefix: str = "global_step_",
-                             needs: str | None = "actor", accepts: Callable[[dict], bool] | None = None) -> str | None:
+                             needs: str | None = "actor", accepts: Callable[[dict], bool] | None = None,
+                             whole: Callable[[str, int], bool] | None = None) -> str | None:
     """The newest other ``<prefix>K`` (K < N) beside ``folder`` whose anchor file is valid and that holds ``needs``
     (what its trainer resumes from: verl's ``actor/``; None: nothing more), or None. N is ``step``, else read from
     ``folder``'s name. verl's folders are ``global_step_K``; the HF Trainer's ``checkpoint-K``
     (``verl_hadw.hf_trainer``).
     ``accepts``: what the checked payload must satisfy (default: it holds an anchor; after a refused resume:
-    ``resume.resumable`` under the run's options)."""
+    ``resume.resumable`` under the run's options). ``whole(candidate, K)``: whether the framework's own files of
+    ``<prefix>K`` are whole (its save was not cut off: ``hf_trainer.checkpoint_anchor``); None: not asked."""
     parent = os.path.dirname(os.path.normpath(folder))
     step = step_of(folder) if step is None else step
     try:
@@ -38,6 +40,8 @@ def earlier_valid_checkpoint(folder: str, step: int | None = None, prefix: str =
     for k in sorted((int(k) for k in numbers if k.isdigit()), reverse=True):
         candidate = os.path.join(parent, f"{prefix}{k}")
         if k >= step or (needs is not None and not os.path.isdir(os.path.join(candidate, needs))):
+            continue
+        if whole is not None and not whole(candidate, k):
             continue
         try:
             saved = read_state_file(os.path.join(candidate, STATE_FILE), k)

@@ -14,6 +14,7 @@ any finite number (DAPO's ±1 rewards give negative ones).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import errno
 import json
@@ -237,6 +238,7 @@ def write_state_file(path: str, payload: dict, terms: Terms) -> None:
     tmp = f"{path}.tmp.{os.getpid()}"
     try:
         os.makedirs(checkpoint_dir, exist_ok=True)
+        _remove_dead_temporaries(path)
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump(payload, f)
             f.flush()
@@ -254,6 +256,16 @@ def write_state_file(path: str, payload: dict, terms: Terms) -> None:
             f"resuming from it stops for the missing anchor: fix the cause and {terms.resume_elsewhere}, or "
             f"{terms.allow_missing_state}."
         ) from exc
+
+
+def _remove_dead_temporaries(path: str) -> None:
+    """The temporary files a killed save of ``path`` left (``<file>.tmp.<pid>``), removed before this one is written:
+    only the saving process writes the file, and a save of the same folder runs again only after a resume."""
+    folder, prefix = os.path.dirname(path), f"{os.path.basename(path)}.tmp."
+    for name in os.listdir(folder):
+        if name.startswith(prefix):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(os.path.join(folder, name))
 
 
 def _save_problem(exc: OSError, path: str) -> str:
