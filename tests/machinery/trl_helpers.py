@@ -45,6 +45,13 @@ def config_values(output_dir, **overrides) -> dict:
     return values
 
 
+def killed_config(output_dir, estimator: str = "hadw", **overrides) -> HadwGRPOConfig:
+    """Three steps, a checkpoint after each, only the newest kept (``save_total_limit=1``): the run a test kills during
+    checkpoint-2's save (``trl_killed_run.py``), resumes, and compares with the run that was never killed."""
+    return config(output_dir, adv_estimator=estimator, max_steps=3, save_strategy="steps", save_steps=1,
+                  save_total_limit=1, **overrides)
+
+
 @dataclass
 class Generation:
     """One generation batch as the trainer saw it (rows in TRL's order, every process's)."""

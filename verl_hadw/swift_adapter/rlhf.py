@@ -2,7 +2,8 @@
 
 One pass over the command line before anything loads: our flags are split out and checked (``arguments``), swift's
 are parsed by swift's own parser, a flag neither takes is refused with "did you mean", and swift's settings are
-honoured or refused (``refusals``). Then swift's ``SwiftRLHF`` pipeline runs unchanged, its trainer factory
+honoured or refused (``refusals``), a resume from a partial checkpoint refused.
+Then swift's ``SwiftRLHF`` pipeline runs unchanged, its trainer factory
 pointed at ``HadwSwiftGRPOTrainer`` for the length of the run.
 """
 
@@ -12,8 +13,10 @@ import dataclasses
 import sys
 from unittest import mock
 
+from verl_hadw.hf_trainer.checkpoint_anchor import resumed_step
 from verl_hadw.swift_adapter.grpo_config import HadwSwiftArguments, help_text, refuse_unknown, split_arguments
 from verl_hadw.swift_adapter.refusals import check_settings
+from verl_hadw.swift_adapter.terms import SWIFT
 from verl_hadw.swift_adapter.version import check_swift_version
 
 __all__ = ["rlhf_main", "parse"]
@@ -32,6 +35,8 @@ def parse(argv: list[str]):
     ours.scale_rewards = args.scale_rewards
     ours.check_adapter_fields()
     check_settings(args, ours)
+    if args.resume_from_checkpoint and not args.resume_only_model:  # swift loads a LoRA adapter from it next
+        resumed_step(args.resume_from_checkpoint, SWIFT)  # a partial checkpoint (a save cut off) refused first
     return args, ours
 
 

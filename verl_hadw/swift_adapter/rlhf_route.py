@@ -11,13 +11,19 @@ if __name__ == "__main__":
     from swift.cli.utils import try_use_single_device_mode
 
     try_use_single_device_mode()
-    from verl_hadw.core.errors import AnchorSaveError, ConfigError, MissingAnchorStateError, RewardValueError
+    from verl_hadw.core.errors import (
+        AnchorSaveError,
+        ConfigError,
+        MissingAnchorStateError,
+        PartialCheckpointError,
+        RewardValueError,
+    )
     from verl_hadw.swift_adapter.rlhf import rlhf_main
 
     try:
         rlhf_main()
-    except (ConfigError, MissingAnchorStateError, AnchorSaveError, RewardValueError) as exc:
-        # ours, with its ways out: a refused flag or setting (before any model loads), a resume refused or an
-        # anchor file that cannot be read (before anything loads from the checkpoint): one line, no traceback
+    except (ConfigError, MissingAnchorStateError, AnchorSaveError, PartialCheckpointError, RewardValueError) as exc:
+        # ours, with its ways out: a refused flag or setting (before any model loads), a resume refused, a partial
+        # checkpoint or an anchor file that cannot be read (before anything loads from the checkpoint): one line
         print(f"verl-hadw-swift rlhf: error: {exc}", file=sys.stderr)
         sys.exit(2)
