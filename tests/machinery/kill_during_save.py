@@ -1,7 +1,7 @@
 """Kills this process with SIGKILL at one moment of ``checkpoint-<N>``'s save, as a crash, an OOM kill or a pre-empted
 job would: nothing unwinds, no ``finally`` runs. A killed run loads it: TRL's (``trl_killed_run.py`` imports it) and
 ms-swift's (``--external_plugins``). ``VERL_HADW_KILL_AT``: one of ``MOMENTS``; ``VERL_HADW_KILL_STEP``: N (default
-2). Without ``VERL_HADW_KILL_AT`` it changes nothing.
+2). Without ``VERL_HADW_KILL_AT`` it changes nothing; ``install`` arms it directly (a forked run).
 
 The moments, in the order of an HF Trainer's save (transformers 5.x ``Trainer._save_checkpoint``, ms-swift's mixin
 around it):
@@ -38,7 +38,10 @@ def _halve(path: str) -> None:
 
 
 def install(at: str, step: int) -> None:
-    """Arm the kill at moment ``at`` of ``checkpoint-<step>``'s save."""
+    """Arm the kill at moment ``at`` of ``checkpoint-<step>``'s save (once a process)."""
+    if getattr(sys, "_verl_hadw_kill_armed", False):
+        return
+    sys._verl_hadw_kill_armed = True  # swift may load a plugin file twice
     import transformers
     import transformers.modeling_utils as modeling_utils
     import transformers.trainer as trainer_module
@@ -110,6 +113,5 @@ def install(at: str, step: int) -> None:
         raise ValueError(f"VERL_HADW_KILL_AT={at!r}: one of {', '.join(MOMENTS)}")
 
 
-if os.environ.get("VERL_HADW_KILL_AT") and not getattr(sys, "_verl_hadw_kill_armed", False):
-    sys._verl_hadw_kill_armed = True  # swift may load a plugin file twice
+if os.environ.get("VERL_HADW_KILL_AT"):
     install(os.environ["VERL_HADW_KILL_AT"], int(os.environ.get("VERL_HADW_KILL_STEP", "2")))

@@ -48,9 +48,11 @@ def train(argv: list[str], records: Path, stock: bool = False):
     return rlhf_main(argv)
 
 
-def command_line(argv: list[str], records: Path, ranks: int = 1, timeout: float = 900) -> subprocess.CompletedProcess:
-    """``verl-hadw-swift rlhf <argv>`` as a user runs it (``NPROC_PER_NODE`` for several ranks)."""
-    env = {**os.environ, "SWIFT_CELL_RECORDS": str(records)}
+def command_line(argv: list[str], records: Path, ranks: int = 1, timeout: float = 900,
+                 env: dict | None = None) -> subprocess.CompletedProcess:
+    """``verl-hadw-swift rlhf <argv>`` as a user runs it (``NPROC_PER_NODE`` for several ranks; ``env``: more
+    variables)."""
+    env = {**os.environ, "SWIFT_CELL_RECORDS": str(records), **(env or {})}
     if ranks > 1:
         env.update(NPROC_PER_NODE=str(ranks), MASTER_PORT=str(29500 + os.getpid() % 1000))
     script = Path(sys.executable).with_name("verl-hadw-swift")

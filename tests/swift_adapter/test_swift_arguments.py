@@ -185,3 +185,32 @@ def test_a_config_file_given_first_reaches_our_flags(assets, tmp_path):
     assert run.returncode == 2 and len(said) == 1, run.stderr[-3000:]
     assert said[0].startswith("verl-hadw-swift rlhf: error: --hadw_lambda_scale=-1.0 is out of range"), said
     assert not written(tmp_path / "out")
+
+
+@pytest.mark.parametrize("tuner", ["full", "lora"])
+def test_a_partial_checkpoint_is_refused_before_swift_loads_from_it(assets, tmp_path, tuner):
+    """Issue 42: swift loads a LoRA adapter from --resume_from_checkpoint while it prepares the model, before its
+    trainer exists; a checkpoint whose save was cut off (no trainer_state.json) ended in safetensors' "incomplete
+    metadata". Refused at parse time, naming the newest whole checkpoint; so is the last-checkpoint link once its
+    target is gone (swift's own parser stopped on it with a bare FileNotFoundError)."""
+    from verl_hadw.core.errors import PartialCheckpointError
+    from verl_hadw.hf_trainer.checkpoint_anchor import TrainerAnchor
+    from verl_hadw.swift_adapter.terms import SWIFT
+
+    out = tmp_path / "out"
+    whole, partial, link = out / "checkpoint-1", out / "checkpoint-2", out / "last-checkpoint"
+    _, ours = parse(argv(assets, tmp_path, tuner_type=tuner))
+    whole.mkdir(parents=True)
+    (whole / "trainer_state.json").write_text('{"global_step": 1}')
+    TrainerAnchor(ours.hadw_options(), ours.recorded_options([1.0], ["toy_accuracy"]), SWIFT).save(str(whole), 1)
+    partial.mkdir()
+    (partial / "adapter_model.safetensors").write_bytes(b"\x10\x00")  # half written
+    link.symlink_to("checkpoint-0")  # its target rotated away
+    for resume, problem in ((partial, "it holds no trainer_state.json"),
+                            (link, "it is a link to 'checkpoint-0', which does not exist")):
+        with pytest.raises(PartialCheckpointError, match=rf"^cannot resume from {resume}: {problem}\. .*{whole} is the "
+                                                         "newest whole checkpoint beside it"):
+            parse(argv(assets, tmp_path, tuner_type=tuner, resume_from_checkpoint=str(resume)))
+    parse(argv(assets, tmp_path, tuner_type=tuner, resume_from_checkpoint=str(whole)))
+    if tuner == "full":  # the weights only, a new run: not checked (swift's way to start from a folder of weights)
+        parse(argv(assets, tmp_path, tuner_type=tuner, resume_from_checkpoint=str(partial), resume_only_model="true"))

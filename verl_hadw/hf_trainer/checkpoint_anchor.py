@@ -61,6 +61,9 @@ def trainer_step(folder: str) -> int:
     saying what is wrong, where the file is missing or cannot be read (bounded, regular files only: as the anchor
     file, a FIFO or /dev/zero would hang or never end)."""
     path = os.path.join(folder, TRAINER_STATE)
+    if not os.path.isdir(folder):  # e.g. swift's last-checkpoint link, its target removed
+        target = f"it is a link to {os.readlink(folder)!r}, which" if os.path.islink(folder) else "it"
+        raise ValueError(f"{target} is not a folder" if os.path.exists(folder) else f"{target} does not exist")
     if not os.path.lexists(path):  # a broken link is read below, and named as one
         raise ValueError(f"it holds no {TRAINER_STATE}")
     try:
@@ -79,11 +82,12 @@ def whole_trainer_files(folder: str, step: int) -> bool:
 
 
 def newest_whole_checkpoint(folder: str) -> str | None:
-    """The newest ``checkpoint-K`` beside ``folder`` (K below its number, when its name or its link's target has one)
-    that is whole: the Trainer's files of step K and a valid anchor file (of any method)."""
+    """The newest ``checkpoint-K`` beside ``folder`` (K below its number, when it is a folder whose name or whose link's
+    target has one) that is whole: the Trainer's files of step K and a valid anchor file (of any method)."""
     name = os.path.basename(os.path.realpath(folder))
     number = name[len(PREFIX_CHECKPOINT_DIR) + 1:]
-    step = int(number) if name.startswith(f"{PREFIX_CHECKPOINT_DIR}-") and number.isdigit() else 1 << 62
+    numbered = name.startswith(f"{PREFIX_CHECKPOINT_DIR}-") and number.isdigit() and os.path.isdir(folder)
+    step = int(number) if numbered else 1 << 62  # a link to a removed folder: any checkpoint beside it
     return earlier_valid_checkpoint(folder, step, prefix=f"{PREFIX_CHECKPOINT_DIR}-", needs=None,
                                     accepts=lambda saved: True, whole=whole_trainer_files)
 

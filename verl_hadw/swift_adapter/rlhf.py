@@ -10,6 +10,7 @@ pointed at ``HadwSwiftGRPOTrainer`` for the length of the run.
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 from unittest import mock
 
@@ -26,6 +27,9 @@ def parse(argv: list[str]):
     """(swift's ``RLHFArguments``, our ``HadwSwiftArguments``), both checked: a ``ConfigError`` names the flag."""
     check_swift_version()
     ours, rest = split_arguments(argv)
+    resume = _flag_value(rest, "--resume_from_checkpoint")
+    if resume and os.path.islink(resume) and not os.path.exists(resume):  # swift's parser stops on it, unexplained
+        resumed_step(resume, SWIFT)  # e.g. last-checkpoint, its target removed: named, with the newest whole one
     from swift.arguments import RLHFArguments
     from swift.utils import parse_args
 
@@ -38,6 +42,16 @@ def parse(argv: list[str]):
     if args.resume_from_checkpoint and not args.resume_only_model:  # swift loads a LoRA adapter from it next
         resumed_step(args.resume_from_checkpoint, SWIFT)  # a partial checkpoint (a save cut off) refused first
     return args, ours
+
+
+def _flag_value(argv: list[str], flag: str) -> str | None:
+    """The value ``argv`` gives ``flag`` (``--flag value`` or ``--flag=value``), or None."""
+    for i, arg in enumerate(argv):
+        if arg == flag and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith(f"{flag}="):
+            return arg.split("=", 1)[1]
+    return None
 
 
 def rlhf_main(argv: list[str] | None = None):
