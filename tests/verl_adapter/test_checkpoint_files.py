@@ -4,6 +4,7 @@ import errno
 import json
 import logging
 import os
+import shutil
 
 import pytest
 from anchor_run import batch, config, run
@@ -267,3 +268,61 @@ def test_dgpo_resumed_from_a_checkpoint_that_records_no_method_says_so(tmp_path,
     messages = [str(w.message) for w in recwarn if "which method trained it is unknown" in str(w.message)]
     assert len(messages) == (1 if said else 0), messages
     assert sorted(p.name for p in folder.iterdir()) == ["actor"]  # nothing written
+
+
+def _saving_run(ckpt, resume: bool):
+    """anchor_run's config, with checkpoints every step (trainer.save_freq=1), and its callback."""
+    cfg = config(str(ckpt), resume)
+    cfg.trainer.save_freq = 1
+    return cfg, HadwCheckpointCallback(cfg)
+
+
+def _step(cfg, step: int) -> dict:
+    SkipManager.set_step(step)
+    compute_advantage(batch(step), "hadw", config=cfg.algorithm)
+    from verl_hadw.verl_adapter import metrics
+
+    return metrics.pop(step)
+
+
+def test_a_kill_between_verls_tracker_and_on_save_loses_no_anchor(tmp_path, caplog):
+    """Issue 42: verl's v1 trainer writes global_step_N, removes older checkpoints' weights (max_actor_ckpt_to_keep)
+    and names N in its tracker file before it calls on_save, which wrote the anchor: killed in between, the checkpoint
+    verl resumes from had no anchor, and with one checkpoint kept none had. The anchor is now staged after each step's
+    observation, before verl's save begins; the resume reads it, and step 3 equals the uninterrupted run's."""
+    from anchor_run import verl_save
+
+    from verl_hadw.verl_adapter.anchor_home.legacy_snapshots import SNAPSHOT_DIR
+
+    straight, _ = _saving_run(tmp_path / "straight", resume=False)
+    expected = [_step(straight, step) for step in (1, 2, 3)]
+    process_state.reset()
+    ckpt = tmp_path / "killed"
+    cfg, callback = _saving_run(ckpt, resume=False)
+    for step in (1, 2):
+        _step(cfg, step)
+        assert (ckpt / SNAPSHOT_DIR / f"step_{step}.json").exists()  # staged before verl's save of the step begins
+        verl_save(str(ckpt), step)  # verl's order: the checkpoint, the older ones' weights removed, the tracker
+        if step == 2:
+            break  # killed here, before on_save
+        callback.on_save(trainer=None, global_step=1, checkpoint_dir=str(ckpt / "global_step_1"))
+        assert not (ckpt / SNAPSHOT_DIR / "step_1.json").exists()  # in its folder now: the staged copy removed
+    shutil.rmtree(ckpt / "global_step_1" / "actor")  # max_actor_ckpt_to_keep=1
+    assert not (ckpt / "global_step_2" / STATE_FILE).exists()
+    process_state.reset()
+    resumed, callback = _saving_run(ckpt, resume=True)
+    assert "restored from the anchor staged before that save" in caplog.text and callback.restored_step == 2
+    assert _step(resumed, 3) == expected[2]
+
+
+def test_a_tracker_file_cut_off_while_verl_wrote_it_is_refused_naming_the_newest_whole_checkpoint(tmp_path):
+    """verl truncates its tracker file, then writes the step: a kill in between left it empty, and verl_hadw's resume
+    (before verl's own) ended in int()'s "invalid literal for int() with base 10: ''"."""
+    from verl_hadw.core.errors import PartialCheckpointError
+
+    saved_run(tmp_path, last=3)
+    (tmp_path / "global_step_3" / "actor").mkdir()
+    (tmp_path / "latest_checkpointed_iteration.txt").write_text("")
+    with pytest.raises(PartialCheckpointError, match=rf"tracker file .* holds b'', not a step: verl's save was cut off"
+                                                     rf".*write 3 into it .*{tmp_path / 'global_step_3'}"):
+        HadwCheckpointCallback(config(str(tmp_path), resume=True))

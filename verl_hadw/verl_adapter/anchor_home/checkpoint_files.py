@@ -5,6 +5,14 @@ own checkpoint: ``load`` resolves the resume folder exactly as verl does and res
 step against N; ``on_checkpoint`` (verl's ``on_save``) writes the file atomically. A missing or damaged file
 ends in one error naming the file, the problem and the ways out (an earlier valid checkpoint,
 ``allow_missing_state``).
+
+verl's v1 trainer calls ``on_save`` last: after it has written ``global_step_N``, removed older checkpoints' weights
+(``max_actor_ckpt_to_keep``) and named N in its tracker file. A kill in between would leave the checkpoint verl
+resumes from without its anchor, and, with one checkpoint kept, none that has one. So when verl saves checkpoints
+(``trainer.save_freq > 0``) the anchor is also staged after each step's observation, before verl's save begins
+(``after_step``: ``<default_local_dir>/verl_hadw_anchor/step_N.json``, the legacy back-end's snapshot, its checks
+and its guard against an older run's file); ``load`` reads the staged file of step N where ``global_step_N`` has
+none, and ``on_checkpoint`` removes the staged files its folder now holds.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from verl_hadw.core.anchor.resume import check_saved_options, continue_under, re
 from verl_hadw.core.errors import AnchorFileError, MissingAnchorStateError
 from verl_hadw.core.options import HadwConfig
 from verl_hadw.verl_adapter.anchor_home.anchor_persistence import Persistence
+from verl_hadw.verl_adapter.anchor_home.legacy_snapshots import LegacySnapshots
 from verl_hadw.verl_adapter.anchor_home.resume_dir import resolve_resume_dir
 from verl_hadw.verl_adapter.verl_terms import ALLOW_MISSING_STATE, CALLBACK_OVERRIDE, VERL
 
@@ -38,6 +47,7 @@ class CheckpointFiles(Persistence):
         self.trainer_config = trainer_config
         self.options = options
         self.restored_step: int | None = None  # N of the global_step_N the anchor came from
+        self.staging = staging(trainer_config, options)  # None: verl saves no checkpoints (save_freq <= 0)
 
     def load(self, cfg: HadwConfig, step: int | None = None) -> dict | None:
         folder = resolve_resume_dir(self.trainer_config)
@@ -45,6 +55,15 @@ class CheckpointFiles(Persistence):
         if folder is None:
             return None  # fresh run: an explicit start
         path = os.path.join(folder, STATE_FILE)
+        staged = self._staged(folder) if not os.path.lexists(path) else None
+        if staged is not None:  # verl's save was cut off after its tracker named this folder, before on_save
+            saved = self.staging.read(staged, step_of(folder), folder)
+            logger.warning(f"{folder} holds no HA-DW anchor file (verl's save was cut off between its tracker file "
+                           f"and on_save): restored from the anchor staged before that save, {staged}")
+            state = continue_under(saved, cfg, self.options, staged, VERL,
+                                   earlier=lambda: self._way_back(folder, True))
+            self.restored_step = step_of(folder)
+            return state
         if not os.path.lexists(path):  # a dangling or looping link is there: read below, "cannot be read"
             return self._missing(
                 cfg,
@@ -103,11 +122,41 @@ class CheckpointFiles(Persistence):
         earlier = earlier_valid_checkpoint(folder, accepts=lambda saved: resumable(saved, self.options, anchor))
         return earlier and f"{earlier} (trainer.resume_mode=resume_path trainer.resume_from_path={earlier})"
 
+    def _staged(self, folder: str) -> str | None:
+        """The anchor staged for ``folder``'s step beside it, if there is one (``after_step``)."""
+        if self.staging is None:
+            return None
+        path = self.staging.snapshot_path(step_of(folder), os.path.dirname(os.path.normpath(folder)))
+        return path if os.path.lexists(path) else None
+
+    def after_step(self, step: int, key: str, state: dict) -> None:
+        """Stage the anchor after step ``step``'s observation, before verl's save of that step begins (when verl
+        saves checkpoints)."""
+        if self.staging is not None:
+            self.staging.after_step(step, key, state)
+
     def on_checkpoint(self, step: int, key: str, state: dict | None, folder: str) -> None:
-        """Write the anchor into ``folder``; ``state`` None: a run without an anchor records its options only."""
+        """Write the anchor into ``folder``; ``state`` None: a run without an anchor records its options only. The
+        staged files of this step and earlier ones are then no longer needed."""
         if state is None:
             write_state_file(os.path.join(folder, STATE_FILE), payload(step, key, None, self.options), VERL)
             return
         if state["open_step"] not in (None, step):
             logger.warning(f"saving anchor at verl step {step} but the anchor's last step is {state['open_step']}")
         write_state_file(os.path.join(folder, STATE_FILE), payload(step, key, state, self.options), VERL)
+        if self.staging is not None:
+            self.staging.remove_through(step)
+
+
+def staging(trainer_config, options: dict) -> LegacySnapshots | None:
+    """Where the v1 back-end stages the anchor before verl's save (the legacy back-end's snapshots), or None where
+    verl saves no checkpoints or the trainer node has no ``default_local_dir``."""
+    get = getattr(trainer_config, "get", None)
+    local_dir = get("default_local_dir") if get else None
+    save_freq = get("save_freq", -1) if get else -1
+    if not isinstance(local_dir, str) or not isinstance(save_freq, int) or save_freq <= 0:
+        return None
+    return LegacySnapshots(
+        local_dir=local_dir if os.path.isabs(local_dir) else os.path.join(os.getcwd(), local_dir),
+        resume_mode=str(get("resume_mode", "auto")), resume_from_path=get("resume_from_path"), save_freq=save_freq,
+        options=options, trainer="verl's v1 trainer")

@@ -72,6 +72,15 @@ class LegacySnapshots(Persistence):
         write_state_file(self.snapshot_path(step), snapshot, VERL)
         self._prune(step)
 
+    def remove_through(self, step: int) -> None:
+        """Remove the snapshots of steps <= ``step`` (the v1 back-end: their checkpoint folders hold the anchor)."""
+        folder = os.path.join(self.local_dir, SNAPSHOT_DIR)
+        for name in os.listdir(folder) if os.path.isdir(folder) else ():
+            match = _SNAPSHOT.fullmatch(name)
+            if match is not None and int(match[1]) <= step:
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(os.path.join(folder, name))
+
     def _prune(self, step: int) -> None:
         # verl saves synchronously inside step k, so a step k < N without global_step_k/ was never checkpointed
         # (its max_*_ckpt_to_keep removes only global_step_k/actor: a kept folder keeps its snapshot).
@@ -97,7 +106,7 @@ class LegacySnapshots(Persistence):
         folder, candidates = self._resumed_from(cfg.state_key, step)
         for path in candidates:
             if os.path.lexists(path):  # a dangling or looping link is read, and named: not a missing snapshot
-                return continue_under(self._read(path, step - 1, folder), cfg, self.options, path, VERL,
+                return continue_under(self.read(path, step - 1, folder), cfg, self.options, path, VERL,
                                       earlier=lambda: self._way_back(folder, True))
         key, previous = cfg.state_key, step - 1
         message = (
@@ -140,7 +149,7 @@ class LegacySnapshots(Persistence):
         folder, candidates = self._resumed_from(key, step)
         for path in candidates:
             if os.path.lexists(path):
-                check_saved_options(self._read(path, step - 1, folder), self.options, path, VERL,
+                check_saved_options(self.read(path, step - 1, folder), self.options, path, VERL,
                                     earlier=lambda: self._way_back(folder, False))
                 return
         if folder is not None:  # nothing recorded: said
@@ -166,7 +175,7 @@ class LegacySnapshots(Persistence):
         return None
 
     @staticmethod
-    def _read(path: str, previous: int, folder: str) -> dict:
+    def read(path: str, previous: int, folder: str) -> dict:
         """The checked payload of the snapshot ``path`` of step ``previous`` for the checkpoint ``folder``."""
         try:  # the v1 callback's checks: readable, complete, valid fields, the step verl resumes from
             saved = read_state_file(path, previous, VERL)

@@ -10,9 +10,12 @@ from __future__ import annotations
 import os
 import re
 
-from verl_hadw.core.errors import ConfigError
+from verl_hadw.core.anchor.checkpoint_dirs import earlier_valid_checkpoint, step_of
+from verl_hadw.core.errors import ConfigError, PartialCheckpointError
 
-__all__ = ["resolve_resume_dir", "check_step_folder"]
+__all__ = ["resolve_resume_dir", "check_step_folder", "TRACKER"]
+
+TRACKER = "latest_checkpointed_iteration.txt"  # verl's get_checkpoint_tracker_filename
 
 
 def resolve_resume_dir(trainer_config) -> str | None:
@@ -26,13 +29,31 @@ def resolve_resume_dir(trainer_config) -> str | None:
         folder = trainer_config.default_local_dir
         if not os.path.isabs(folder):
             folder = os.path.join(os.getcwd(), folder)
-        return find_latest_ckpt_path(folder)
+        try:
+            return find_latest_ckpt_path(folder)
+        except ValueError:  # verl opens the tracker with "w", then writes: a kill in between leaves it empty
+            raise PartialCheckpointError(_cut_tracker(folder)) from None
     if mode == "resume_path":
         path = trainer_config.get("resume_from_path")
         if not isinstance(path, str) or "global_step_" not in path:
             raise ConfigError(f"trainer.resume_from_path must name a global_step_N folder, got {path!r}")
         return check_step_folder(path if os.path.isabs(path) else os.path.join(os.getcwd(), path), path)
     raise ConfigError(f"trainer.resume_mode={mode!r} is not valid; choose one of: auto, disable, resume_path")
+
+
+def _cut_tracker(local_dir: str) -> str:
+    """The refusal of a tracker file that does not hold a step, naming the newest whole checkpoint beside it (its
+    ``actor/`` and a valid anchor file, of any method)."""
+    tracker = os.path.join(local_dir, TRACKER)
+    with open(tracker, "rb") as f:
+        held = f.read(40)
+    whole = earlier_valid_checkpoint(os.path.join(local_dir, "global_step_"), step=1 << 62, accepts=lambda saved: True)
+    way = (f"write {step_of(whole)} into it (the newest whole checkpoint, {whole}), or resume from that folder "
+           f"(trainer.resume_mode=resume_path trainer.resume_from_path={whole})" if whole else
+           "no whole checkpoint with an anchor file is beside it: start anew (trainer.resume_mode=disable, or another "
+           "trainer.default_local_dir)")
+    return (f"verl's tracker file {tracker} holds {held!r}, not a step: verl's save was cut off while it wrote the "
+            f"file (verl truncates it, then writes). Ways out: {way}.")
 
 
 _STEP_FOLDER = re.compile(r"global_step_(\d+)")
