@@ -88,6 +88,11 @@ def test_each_swift_setting_the_methods_cannot_honour_is_refused_in_one_line(ass
     ({}, "--loss_type grpo averages each completion over its own length first"),  # swift's default under GRPO
     ({"loss_type": "bnpo"}, "--loss_type bnpo divides by each process's micro-batch tokens"),
     ({"loss_type": "dapo", "steps_per_generation": 2}, "--steps_per_generation 2 with --gradient_accumulation_steps 1"),
+    # issue 42: swift drops these tokens inside its loss, after the advantages; num_items_in_batch still counts them
+    ({"loss_type": "dapo", "overlong_filter": "true"}, "--overlong_filter true drops truncated completions' tokens: "
+                                                       "it drops loss tokens inside the loss"),
+    ({"loss_type": "dapo", "top_entropy_quantile": 0.2}, "--top_entropy_quantile 0.2 trains only each micro-batch's "
+                                                         "high-entropy tokens"),
 ])
 def test_dgpos_valid_token_averaging_is_refused_where_it_would_not_be_exact(assets, tmp_path, extra, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(")):

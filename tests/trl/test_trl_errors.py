@@ -96,6 +96,15 @@ def test_loss_type_is_exact_or_refused_under_dgpo(loss_type):
     config("/tmp/unused", loss_type=loss_type)  # HA-DW over GRPO does not aggregate tokens itself
 
 
+def test_tokens_dropped_inside_the_loss_are_refused_under_dgpos_valid_token_averaging():
+    """Issue 42: TRL's top_entropy_quantile < 1 multiplies the per-token loss by each micro-batch's entropy mask while
+    dapo's loss still divides by num_items_in_batch: T_valid would count tokens the loss does not train."""
+    refused(r"top_entropy_quantile=0.2 trains only each micro-batch's high-entropy tokens: it drops loss tokens inside "
+            r"the loss.*dgpo_valid_token_norm=False", adv_estimator="dgpo", loss_type="dapo", top_entropy_quantile=0.2)
+    config("/tmp/unused", adv_estimator="dgpo", loss_type="dapo", top_entropy_quantile=0.2, dgpo_valid_token_norm=False)
+    config("/tmp/unused", adv_estimator="hadw", top_entropy_quantile=0.2)  # HA-DW's advantages count no tokens
+
+
 def test_valid_token_averaging_needs_one_generation_per_optimizer_step():
     refused("steps_per_generation=2 with gradient_accumulation_steps=1: an optimizer step then sees part of one",
             adv_estimator="dgpo", steps_per_generation=2)

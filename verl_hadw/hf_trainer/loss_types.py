@@ -16,11 +16,13 @@ from dataclasses import dataclass
 from verl_hadw.core.errors import ConfigError
 from verl_hadw.hf_trainer.words import Spelling
 
-__all__ = ["LossTypes", "GLOBAL_TOKENS", "SEQUENCE_MEANS"]
+__all__ = ["LossTypes", "GLOBAL_TOKENS", "SEQUENCE_MEANS", "TOKENS_MASKED_IN_THE_LOSS"]
 
 GLOBAL_TOKENS = ("divides by the loss tokens of the whole generation batch, gathered over processes "
                  "(`num_items_in_batch`): T_all / T_valid makes it Eq. 3's valid-token mean")
 SEQUENCE_MEANS = "averages each completion over its own length first: a mean of sequence means, not a token mean"
+TOKENS_MASKED_IN_THE_LOSS = ("drops loss tokens inside the loss, after the advantages are computed, while the loss "
+                             "still divides by every loss token of the generation batch (num_items_in_batch)")
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,19 @@ class LossTypes:
                 f"{share}, and the loss divides by a share of their tokens, so DGPO's valid-token averaging would "
                 f"hold only on average. Leave {name('steps_per_generation')} unset (it defaults to "
                 f"{name('gradient_accumulation_steps')}), {off}.")
+
+    def check_masks(self, masks: dict[str, tuple[object, str]]) -> None:
+        """Raise ``ConfigError`` for the first setting of ``masks`` (setting -> (its value, what it drops); only those
+        set) that drops loss tokens inside the loss: DGPO's T_valid (Eq. 3) would count tokens the loss then drops,
+        and which tokens it drops is decided after the advantages (an entropy quantile of each micro-batch, a
+        truncation flag), so T_all / T_valid cannot be made exact."""
+        arg, name = self.spelling.arg, self.spelling.name
+        for setting, (value, drops) in masks.items():
+            raise ConfigError(
+                f"{arg(setting, value)} {drops}: it {TOKENS_MASKED_IN_THE_LOSS}, so DGPO's valid-token averaging "
+                f"(Eq. 3, {arg('dgpo_valid_token_norm', True)}) would count tokens the loss does not train and would "
+                f"not be exact. Leave {name(setting)} at its default, or set {arg('dgpo_valid_token_norm', False)} "
+                "(DGPO without Eq. 3's valid-token averaging).")
 
     def table_markdown(self) -> str:
         """The docs' table (kept equal by a test in each adapter's docs)."""

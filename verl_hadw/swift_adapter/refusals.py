@@ -85,6 +85,19 @@ def check_settings(args, ours: HadwSwiftArguments) -> None:
     if ours.uses_valid_token_norm():
         LOSS_TYPES.check(_loss_type(args), getattr(args, "steps_per_generation", None),
                          args.gradient_accumulation_steps)
+        LOSS_TYPES.check_masks(_token_masks(args))
+
+
+def _token_masks(args) -> dict[str, tuple[object, str]]:
+    """The swift settings set that drop loss tokens inside swift's loss (``_compute_loss_and_metrics``), after the
+    advantages, with what each drops; swift's ``num_items_in_batch`` counts the tokens before either."""
+    masks = {}
+    if getattr(args, "overlong_filter", False):
+        masks["overlong_filter"] = (True, "drops truncated completions' tokens")
+    quantile = getattr(args, "top_entropy_quantile", 1.0)
+    if quantile is not None and quantile < 1.0:
+        masks["top_entropy_quantile"] = (quantile, "trains only each micro-batch's high-entropy tokens")
+    return masks
 
 
 def check_trainer(trainer, ours: HadwSwiftArguments) -> None:

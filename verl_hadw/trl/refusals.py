@@ -4,8 +4,9 @@
   read the weighted sum of the rewards;
 - a ``loss_type`` TRL does not have (TRL would fail inside its loss, after the first generation);
 - under DGPO's valid-token averaging (Eq. 3), a ``loss_type`` under which it would not be exact (``LOSS_TYPES``, the
-  table docs/trl.md shows) or ``steps_per_generation`` other than ``gradient_accumulation_steps``; before TRL 1.9.0,
-  ``mask_truncated_completions`` (``version.check_truncation``).
+  table docs/trl.md shows), ``steps_per_generation`` other than ``gradient_accumulation_steps``, or
+  ``top_entropy_quantile`` < 1 (tokens dropped inside the loss); before TRL 1.9.0, ``mask_truncated_completions``
+  (``version.check_truncation``; from 1.9.0 TRL drops truncated completions from ``num_items_in_batch`` too).
 """
 
 from __future__ import annotations
@@ -46,3 +47,5 @@ def check_settings(config) -> None:
     if config.uses_valid_token_norm():
         LOSS_TYPES.check(config.loss_type, config.steps_per_generation, config.gradient_accumulation_steps)
         check_truncation(config.mask_truncated_completions)
+        quantile, drops = config.top_entropy_quantile, "trains only each micro-batch's high-entropy tokens"
+        LOSS_TYPES.check_masks({"top_entropy_quantile": (quantile, drops)} if quantile < 1.0 else {})
