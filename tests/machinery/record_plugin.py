@@ -1,12 +1,33 @@
 """A test plugin for ms-swift (``--external_plugins``): records what ``HadwSwiftGRPOTrainer`` computed at every call
-into ``$SWIFT_CELL_RECORDS/rank<R>.jsonl`` (the process's rank): the step, the gathered rewards, the advantages it
-handed swift (every process's rows) and the anchor after the call. It wraps the real method once and changes
-nothing it returns."""
+into ``$SWIFT_CELL_RECORDS/rank<R>.jsonl`` (the process's rank): the step, the gathered rewards, the loss tokens the
+adapter read (``lengths``), the advantages it handed swift (every process's rows) and the anchor after the call; and
+what swift itself holds, read here without the adapter: this process's completions and their ``solution`` column,
+each completion's loss tokens in swift's own masks (``mask_tokens``) and swift's ``num_items_in_batch``, the count
+its token-mean losses divide by. It wraps the real method once and changes nothing it returns."""
 
 import json
 import os
 
 from verl_hadw.swift_adapter.grpo_trainer import HadwSwiftGRPOTrainer
+
+
+def swifts_own(samples, batch_encoded_inputs) -> dict:
+    """What swift holds for this process's rows: completions and solutions (4.6: ``GRPOSample``; 4.3-4.5: dicts),
+    loss tokens per completion in its masks, and its ``num_items_in_batch`` (every process's tokens)."""
+    def fields(sample):
+        if isinstance(sample, dict):
+            return sample["messages"][-1]["content"], sample.get("solution")
+        return sample.messages[-1]["content"], sample.extra.get("solution")
+
+    grpo = [b["grpo_batch"] if "grpo_batch" in b else None for b in batch_encoded_inputs]
+    masks = [g.completion_mask if g is not None else b["completion_mask"] for g, b in zip(grpo, batch_encoded_inputs)]
+    counts = [g.num_items_in_batch if g is not None else b["num_items_in_batch"] for g, b in zip(grpo,
+                                                                                                batch_encoded_inputs)]
+    completions, solutions = zip(*map(fields, samples)) if samples else ((), ())
+    return {"completions": list(completions), "solutions": list(solutions),
+            "mask_tokens": [int(n) for m in masks for n in m.sum(1).tolist()],
+            "num_items_in_batch": [float(c) for c in counts]}
+
 
 if not getattr(HadwSwiftGRPOTrainer, "_recorded", False):
     _compute = HadwSwiftGRPOTrainer._compute_advantages
@@ -19,7 +40,7 @@ if not getattr(HadwSwiftGRPOTrainer, "_recorded", False):
             row = {"rank": self.accelerator.process_index, "step": self.state.global_step + 1,
                    "training": bool(self.model.training), "rewards": rewards_per_func.tolist(),
                    "lengths": self._loss_tokens(batch_encoded_inputs).tolist(), "advantages": advantages.tolist(),
-                   "anchor": anchor}
+                   "anchor": anchor, **swifts_own(samples, batch_encoded_inputs)}
             os.makedirs(folder, exist_ok=True)
             with open(os.path.join(folder, f"rank{self.accelerator.process_index}.jsonl"), "a") as f:
                 f.write(json.dumps(row) + "\n")

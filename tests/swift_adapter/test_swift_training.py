@@ -8,6 +8,18 @@ import pytest
 from swift_runs import command_line, keep, logged_steps, records, toy_arguments, train
 
 from verl_hadw.core.anchor.file_format import STATE_FILE
+from verl_hadw.toy.task import compute_score
+
+
+def holds_what_swift_holds(calls: list[dict]) -> None:
+    """Each call's inputs are swift's own: the rewards are the toy scorer's of swift's completions, and the loss tokens
+    the adapter read are those of swift's masks, which sum to swift's num_items_in_batch (what its token-mean losses
+    divide by; issue 42: a +1 planted in every row of the adapter's count passed every test)."""
+    for call in calls:
+        assert call["rewards"] == [[compute_score("toy", c, s)] for c, s in zip(call["completions"], call["solutions"],
+                                                                                 strict=True)]
+        assert call["lengths"] == call["mask_tokens"] and len(set(call["num_items_in_batch"])) == 1
+        assert sum(call["mask_tokens"]) == call["num_items_in_batch"][0]
 
 
 def test_resume_from_step_2_continues_the_uninterrupted_run_bit_for_bit(assets, tmp_path):
@@ -17,6 +29,7 @@ def test_resume_from_step_2_continues_the_uninterrupted_run_bit_for_bit(assets, 
                          resume_from_checkpoint=str(straight / "checkpoint-2"))
     train(argv, resumed / "records")
     whole, second = records(straight / "records"), records(resumed / "records")
+    holds_what_swift_holds(whole)
     assert [r["step"] for r in whole] == [1, 2, 3, 4] and [r["step"] for r in second] == [3, 4]
     for a, b in zip(whole[2:], second):  # steps 3-4: the same rewards, advantages and anchor, bit for bit
         assert a == b
@@ -37,6 +50,7 @@ def test_dgpo_and_hadw_over_dgpo_train_and_log_their_metrics(assets, tmp_path, f
     assert all(("hadw/anchor_prior" in s) == ("hadw" in flags) for s in steps)
     calls = records(tmp_path / "records")
     assert [c["step"] for c in calls] == [1, 2] and any(any(a != 0 for a in c["advantages"]) for c in calls)
+    holds_what_swift_holds(calls)
     saved = json.loads((tmp_path / "checkpoint-2" / STATE_FILE).read_text())
     assert saved["options"]["algorithm.adv_estimator"] == flags[1]
     assert (saved["state"] is None) == (flags[1] == "dgpo")
