@@ -87,9 +87,13 @@ def test_the_command_line_trains_hadw_and_every_rank_holds_the_same_anchor(asset
     assert len(steps) == 2 and all("hadw/anchor_prior" in s and "hadw/phi_mean" in s for s in steps)
     per_rank = [records(tmp_path / "records", r) for r in range(ranks)]
     assert all(len(calls) == 2 for calls in per_rank), [len(c) for c in per_rank]
+    local = {"rank", "completions", "solutions", "mask_tokens"}  # this process's rows; the rest is every process's
     for calls in per_rank[1:]:
         for mine, first in zip(calls, per_rank[0]):
-            assert {k: v for k, v in mine.items() if k != "rank"} == {k: v for k, v in first.items() if k != "rank"}
+            assert {k: v for k, v in mine.items() if k not in local} == {k: v for k, v in first.items()
+                                                                         if k not in local}
+    for call in zip(*per_rank):  # the processes' masks together: the adapter's loss tokens, swift's count
+        assert sum(sum(c["mask_tokens"]) for c in call) == call[0]["num_items_in_batch"][0] == sum(call[0]["lengths"])
     print(f"[swift cell] ranks {ranks}: anchors after each step: "
           + str([(c['step'], c['anchor']['posteriors']) for c in per_rank[0]]))
     saved = json.loads((tmp_path / "checkpoint-2" / STATE_FILE).read_text())

@@ -101,14 +101,17 @@ def resumed_step(folder: str, terms: Terms) -> int:
         return trainer_step(folder)
     except ValueError as exc:
         problem = str(exc)
-    whole = newest_whole_checkpoint(folder)
-    way = (f"{terms.resume_elsewhere}: {whole} is the newest whole checkpoint beside it; or move {folder} away, so "
-           f"that a resume from the newest checkpoint finds {whole}" if whole else
-           f"no whole checkpoint is beside it: {terms.new_experiment}")
-    raise PartialCheckpointError(
-        f"cannot resume from {folder}: {problem}. {terms.framework} writes that file last, after the weights, the "
-        f"optimizer and the RNG states: this checkpoint's save was cut off (a partial checkpoint), or it is not a "
-        f"{terms.framework} checkpoint. Ways out: {way}.")
+    whole, folder_there = newest_whole_checkpoint(folder), os.path.isdir(folder)
+    why = (f"{terms.framework} writes {TRAINER_STATE} last, after the weights, the optimizer and the RNG states: this "
+           f"checkpoint's save was cut off (a partial checkpoint), or it is not a {terms.framework} checkpoint"
+           if folder_there else "it names no checkpoint (a link whose checkpoint was removed, e.g. by the "
+           "checkpoint limit, before the link moved)")
+    way = f"no whole checkpoint is beside it: {terms.new_experiment}"
+    if whole:
+        way = f"{terms.resume_elsewhere}: {whole} is the newest whole checkpoint beside it"
+        if folder_there:
+            way += f"; or move {folder} away, so that a resume from the newest checkpoint finds {whole}"
+    raise PartialCheckpointError(f"cannot resume from {folder}: {problem}. {why}. Ways out: {way}.")
 
 
 def way_back(checkpoint: str, step: int, options: dict, anchor: bool) -> str | None:
