@@ -11,19 +11,23 @@ import os
 from verl_hadw.swift_adapter.grpo_trainer import HadwSwiftGRPOTrainer
 
 
-def swifts_own(samples, batch_encoded_inputs) -> dict:
-    """What swift holds for this process's rows: completions and solutions (4.6: ``GRPOSample``; 4.3-4.5: dicts),
-    loss tokens per completion in its masks, and its ``num_items_in_batch`` (every process's tokens)."""
-    def fields(sample):
-        if isinstance(sample, dict):
-            return sample["messages"][-1]["content"], sample.get("solution")
-        return sample.messages[-1]["content"], sample.extra.get("solution")
+def _completion_and_solution(sample) -> tuple[str, str | None]:
+    """A sample's completion and ``solution`` as swift's reward functions read them (4.6: ``GRPOSample``; 4.3-4.5:
+    dicts, whose assistant content swift's encoding later turns into token ids)."""
+    if isinstance(sample, dict):
+        return sample["messages"][-1]["content"], sample.get("solution")
+    return sample.messages[-1]["content"], sample.extra.get("solution")
 
+
+def swifts_own(trainer, batch_encoded_inputs) -> dict:
+    """What swift holds for this process's rows: the completions and solutions its reward functions scored, loss tokens
+    per completion in its masks, and its ``num_items_in_batch`` (every process's tokens)."""
     grpo = [b["grpo_batch"] if "grpo_batch" in b else None for b in batch_encoded_inputs]
     masks = [g.completion_mask if g is not None else b["completion_mask"] for g, b in zip(grpo, batch_encoded_inputs)]
-    counts = [g.num_items_in_batch if g is not None else b["num_items_in_batch"] for g, b in zip(grpo,
-                                                                                                batch_encoded_inputs)]
-    completions, solutions = zip(*map(fields, samples)) if samples else ((), ())
+    counts = [g.num_items_in_batch if g is not None else b["num_items_in_batch"]
+              for g, b in zip(grpo, batch_encoded_inputs)]
+    scored = getattr(trainer, "_recorded_scored", [])
+    completions, solutions = zip(*scored) if scored else ((), ())
     return {"completions": list(completions), "solutions": list(solutions),
             "mask_tokens": [int(n) for m in masks for n in m.sum(1).tolist()],
             "num_items_in_batch": [float(c) for c in counts]}
@@ -31,6 +35,11 @@ def swifts_own(samples, batch_encoded_inputs) -> dict:
 
 if not getattr(HadwSwiftGRPOTrainer, "_recorded", False):
     _compute = HadwSwiftGRPOTrainer._compute_advantages
+    _score = HadwSwiftGRPOTrainer._compute_rewards_per_func
+
+    def _scoring(self, samples):
+        self._recorded_scored = [_completion_and_solution(s) for s in samples]  # as the reward functions read them
+        return _score(self, samples)
 
     def _recording(self, samples, rewards_per_func, batch_encoded_inputs):
         advantages = _compute(self, samples, rewards_per_func, batch_encoded_inputs)
@@ -40,11 +49,12 @@ if not getattr(HadwSwiftGRPOTrainer, "_recorded", False):
             row = {"rank": self.accelerator.process_index, "step": self.state.global_step + 1,
                    "training": bool(self.model.training), "rewards": rewards_per_func.tolist(),
                    "lengths": self._loss_tokens(batch_encoded_inputs).tolist(), "advantages": advantages.tolist(),
-                   "anchor": anchor, **swifts_own(samples, batch_encoded_inputs)}
+                   "anchor": anchor, **swifts_own(self, batch_encoded_inputs)}
             os.makedirs(folder, exist_ok=True)
             with open(os.path.join(folder, f"rank{self.accelerator.process_index}.jsonl"), "a") as f:
                 f.write(json.dumps(row) + "\n")
         return advantages
 
     HadwSwiftGRPOTrainer._compute_advantages = _recording
+    HadwSwiftGRPOTrainer._compute_rewards_per_func = _scoring
     HadwSwiftGRPOTrainer._recorded = True
