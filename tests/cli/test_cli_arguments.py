@@ -163,11 +163,15 @@ def test_the_sweep_reaches_every_kind():
     (["configs", "--with-dirs"], "--with-dirs"),
     (["data", "--source", "math500="], "--source"),
     (["study", "--methods", "grpo_lr_phi"], "--methods"),  # needs hadw's Φ
+    (["study", "--trainer", "trl", "--methods", "grpo_lr_phi"], "--methods"),
+    (["study", "--trainer", "trl", "--lr", "0.1"], "--lr"),  # the verl study's; the TRL study has --lrs
+    (["study", "--lrs", "0.1", "0.01"], "--lrs"),  # and the reverse
     (["results", "."], "RUN_DIR"),  # a directory without metrics
 ])
 def test_refusals_beside_the_sweep(argv, argument, world, capsys, monkeypatch):
     monkeypatch.setattr("verl_hadw.research.sim.runner.run_many", None, raising=False)  # nothing may simulate
     monkeypatch.setattr("verl_hadw.research.study.run_study", None, raising=False)  # nor train
+    monkeypatch.setattr("verl_hadw.research.trl_study.run_study", None, raising=False)
     code, err = refusal(argv, capsys)
     assert code == 2 and err.startswith(f"verl-hadw {argv[0]}: error: argument {argument}: ") and err.count("\n") == 1
 

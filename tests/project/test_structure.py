@@ -47,7 +47,8 @@ ROOMS = {
     "cpu": (["verl_hadw.cpu"], ["core", "support", *VERL_ROOMS]),
     "toy": (["verl_hadw.toy"], ["core", "support", *VERL_ROOMS]),
     "repro": (["verl_hadw.repro"], ["core", "support", *VERL_ROOMS, "toy"]),
-    "research": (["verl_hadw.research"], ["core", "support", *VERL_ROOMS, "toy"]),
+    # the studies: verl's through main_ppo, the TRL study through TRL's adapter (research.trl_study_run)
+    "research": (["verl_hadw.research"], ["core", "support", *VERL_ROOMS, "toy", "hf_trainer", "trl"]),
     "cli": (["verl_hadw.cli"], ["core", "support", *VERL_ROOMS, "cpu", "toy", "repro", "research"]),
 }
 

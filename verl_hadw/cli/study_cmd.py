@@ -1,7 +1,9 @@
 """``verl-hadw study``: the CPU study of grpo / hadw / dgpo / hadw over dgpo / grpo at HA-DW's step size.
 
-Each run is verl's unmodified ``main_ppo`` on the CPU toy (``verl_hadw.research.study``); finished runs are
-skipped, so an interrupted study resumes by running the same command again.
+``--trainer verl`` (the default): each run is verl's unmodified ``main_ppo`` on the CPU toy
+(``verl_hadw.research.study``). ``--trainer trl``: each run is TRL's trainer in a process of its own, over seeds and
+two learning rates (``verl_hadw.research.trl_study``, the design on ``docs/does-it-help.md``). Either way finished
+runs are skipped, so an interrupted study resumes by running the same command again.
 """
 
 from __future__ import annotations
@@ -13,54 +15,106 @@ from pathlib import Path
 
 from verl_hadw.cli.arguments import CommandError, Number, OutputDir, Text, count
 
+VERL_ONLY = ("prompts", "lr", "test_freq", "val_prompts", "val_n", "overrides")  # the TRL study has its own design
+
 
 def add_subcommand(sub) -> None:
     from verl_hadw.research.study import METHODS, StudyPlan
+    from verl_hadw.research.trl_study import TrlStudyPlan
 
-    d = StudyPlan()
-    p = sub.add_parser("study", help="GRPO vs HA-DW vs DGPO through verl's main_ppo on CPU (resumable)")
-    p.add_argument("--out", default=str(d.out), type=OutputDir(),
-                   help=f"runs and outputs (default: {d.out}); finished runs are skipped")
-    p.add_argument("--methods", nargs="+", default=d.methods, choices=list(METHODS))
-    p.add_argument("--seeds", nargs="+", type=Number(), default=d.seeds, help="data.seed values")
-    p.add_argument("--steps", type=count(), default=d.steps)
-    p.add_argument("--prompts", type=count(), default=d.prompts, help="prompts a step (4 responses each)")
-    p.add_argument("--lr", type=Number(integer=False, above=0), default=d.lr,
-                   help="actor learning rate (grpo_lr_phi: times the measured Φ)")
-    p.add_argument("--test-freq", type=count(), default=d.test_freq, help="validate every k steps (and before step 1)")
-    p.add_argument("--val-prompts", type=count(4), default=d.val_prompts, help="held-out prompts, a quarter per tier")
-    p.add_argument("--val-n", type=count(), default=d.val_n, help="sampled answers per held-out prompt")
+    d, t = StudyPlan(), TrlStudyPlan()
+    p = sub.add_parser("study", help="GRPO vs HA-DW vs DGPO on CPU, through verl's main_ppo or TRL (resumable)")
+    p.add_argument("--trainer", choices=["verl", "trl"], default="verl",
+                   help="verl: main_ppo runs (the defaults below); trl: TRL's trainer, the design of "
+                        "docs/does-it-help.md")
+    p.add_argument("--out", default=None, type=OutputDir(),
+                   help=f"runs and outputs (default: {d.out}; trl: {t.out}); finished runs are skipped")
+    p.add_argument("--methods", nargs="+", default=None, choices=list(METHODS))
+    p.add_argument("--seeds", nargs="+", type=Number(), default=None,
+                   help=f"seeds (default: {d.seeds}; trl: 1-{len(t.seeds)})")
+    p.add_argument("--steps", type=count(), default=None, help=f"default: {d.steps}; trl: {t.steps}")
+    p.add_argument("--lrs", nargs="+", type=Number(integer=False, above=0), default=None,
+                   help=f"trl only: the learning rates (default: {' '.join(f'{lr:g}' for lr in t.lrs)})")
+    p.add_argument("--prompts", type=count(), default=None, help=f"verl only: prompts a step (default {d.prompts})")
+    p.add_argument("--lr", type=Number(integer=False, above=0), default=None,
+                   help=f"verl only: actor learning rate (default {d.lr:g}; grpo_lr_phi: times the measured Φ)")
+    p.add_argument("--test-freq", type=count(), default=None,
+                   help=f"verl only: validate every k steps and before step 1 (default {d.test_freq})")
+    p.add_argument("--val-prompts", type=count(4), default=None,
+                   help=f"verl only: held-out prompts, a quarter per tier (default {d.val_prompts})")
+    p.add_argument("--val-n", type=count(), default=None,
+                   help=f"verl only: sampled answers per held-out prompt (default {d.val_n})")
     p.add_argument("--workers", type=count(), default=2, help="runs at a time (each uses about one core)")
-    p.add_argument("--quick", action="store_true", help="hadw and grpo_lr_phi, 1 seed, 1 step: checks the pipeline")
-    p.add_argument("--copy-to", default=None, type=OutputDir(),
-                   help="also copy val_accuracy.csv, train.csv, summary.md, curves.png here")
-    p.add_argument("overrides", nargs="*", type=Text(), help="Hydra overrides for every run")
+    p.add_argument("--quick", action="store_true",
+                   help="checks the pipeline: verl: hadw and grpo_lr_phi, 1 seed, 1 step; trl: every method, 1 seed, "
+                        "1 learning rate, 4 steps")
+    p.add_argument("--copy-to", default=None, type=OutputDir(), help="also copy the tables, summary.md and plots here")
+    p.add_argument("overrides", nargs="*", type=Text(), help="verl only: Hydra overrides for every run")
     p.set_defaults(func=study)
 
 
 def study(args: argparse.Namespace) -> int:
-    from verl_hadw.research.study import StudyPlan, quick_plan, run_study
-
-    if args.quick:
-        plan = quick_plan(Path(args.out))
-        plan.extra = list(args.overrides)
-    elif "grpo_lr_phi" in args.methods and "hadw" not in args.methods:
-        raise CommandError("argument --methods", "grpo_lr_phi needs hadw in the same study (its Φ sets the learning "
-                           "rate)")
+    if args.trainer == "trl":
+        plan = _trl_plan(args)
     else:
-        plan = StudyPlan(out=Path(args.out), methods=args.methods, seeds=args.seeds, steps=args.steps,
-                         prompts=args.prompts, lr=args.lr, test_freq=args.test_freq,
-                         val_prompts=args.val_prompts, val_n=args.val_n,
-                         extra=list(args.overrides))
+        plan = _verl_plan(args)
     start = time.time()
-    print(f"verl-hadw study: {plan.ordered_methods()} x seeds {plan.seeds}, {plan.steps} steps of {plan.prompts} "
-          f"prompts, validation every {plan.test_freq} -> {plan.out}", flush=True)
-    paths = run_study(plan, workers=args.workers,
-                      log=lambda msg: print(f"[{time.time() - start:6.0f} s] {msg}", flush=True))
+    log = lambda msg: print(f"[{time.time() - start:6.0f} s] {msg}", flush=True)  # noqa: E731
+    if args.trainer == "trl":
+        from verl_hadw.research.trl_study import run_study
+
+        print(f"verl-hadw study --trainer trl: {plan.ordered_methods()} x {len(plan.seeds)} seeds x lr "
+              f"{', '.join(f'{lr:g}' for lr in plan.lrs)}, {plan.steps} steps of {plan.prompts} prompts x "
+              f"{plan.group} -> {plan.out}", flush=True)
+        paths = run_study(plan, workers=args.workers, log=log)
+    else:
+        from verl_hadw.research.study import run_study
+
+        print(f"verl-hadw study: {plan.ordered_methods()} x seeds {plan.seeds}, {plan.steps} steps of {plan.prompts} "
+              f"prompts, validation every {plan.test_freq} -> {plan.out}", flush=True)
+        paths = run_study(plan, workers=args.workers, log=log)
     print((plan.out / "summary.md").read_text())
+    print(f"verl-hadw study: {time.time() - start:.0f} s")
     for path in paths:
         if args.copy_to:
             Path(args.copy_to).mkdir(parents=True, exist_ok=True)
             shutil.copy(path, Path(args.copy_to) / path.name)
         print(f"wrote {path}")
     return 0
+
+
+def _verl_plan(args):
+    from verl_hadw.research.study import StudyPlan, quick_plan
+
+    if args.lrs is not None:
+        raise CommandError("argument --lrs", "the verl study takes one --lr; --lrs is the TRL study's (--trainer trl)")
+    if args.quick:
+        plan = quick_plan(Path(args.out or StudyPlan().out))
+        plan.extra = list(args.overrides)
+        return plan
+    chosen = {"out": args.out, "methods": args.methods, "seeds": args.seeds, "steps": args.steps,
+              "prompts": args.prompts, "lr": args.lr, "test_freq": args.test_freq, "val_prompts": args.val_prompts,
+              "val_n": args.val_n}
+    methods = args.methods or StudyPlan().methods
+    if "grpo_lr_phi" in methods and "hadw" not in methods:
+        raise CommandError("argument --methods", "grpo_lr_phi needs hadw in the same study (its Φ sets the learning "
+                           "rate)")
+    return StudyPlan(**{k: v for k, v in chosen.items() if v is not None}, extra=list(args.overrides))
+
+
+def _trl_plan(args):
+    from verl_hadw.research.trl_study import TrlStudyPlan, quick_plan
+
+    for name in VERL_ONLY:
+        if getattr(args, name) not in (None, []):
+            flag = "OVERRIDES" if name == "overrides" else f"--{name.replace('_', '-')}"
+            raise CommandError(f"argument {flag}", "the verl study's; the TRL study (--trainer trl) runs the design "
+                               "of docs/does-it-help.md (its options: --methods, --seeds, --steps, --lrs)")
+    if args.quick:
+        return quick_plan(Path(args.out or TrlStudyPlan().out))
+    methods = args.methods or list(TrlStudyPlan().methods)
+    if "grpo_lr_phi" in methods and "hadw" not in methods:
+        raise CommandError("argument --methods", "grpo_lr_phi needs hadw in the same study (its Φ sets the learning "
+                           "rate)")
+    chosen = {"out": args.out, "methods": methods, "seeds": args.seeds, "steps": args.steps, "lrs": args.lrs}
+    return TrlStudyPlan(**{k: v for k, v in chosen.items() if v is not None})

@@ -1,0 +1,207 @@
+"""The study through TRL on CPU: does HA-DW or DGPO train better than GRPO? (``verl-hadw study --trainer trl``)
+
+The same core as verl's estimators, through TRL's trainer (the three adapters return the same advantages for the
+same batch): one process per (method, seed, learning rate) runs ``research.trl_study_run``; ``workers`` at a time;
+a run whose ``DONE`` exists is never rerun, so an interrupted study resumes by running the same command again.
+
+The methods (``METHODS``): TRL's own ``GRPOTrainer`` (``grpo``), ``hadw``, ``dgpo``, HA-DW over DGPO (``hadw_dgpo``)
+and the step-size control ``grpo_lr_phi``: TRL's GRPO with its learning rate times the mean Φ (``hadw/phi_mean``)
+that the ``hadw`` runs of that learning rate measured, which asks whether HA-DW's effect is only a larger step. So the
+``hadw`` runs of a learning rate go before its ``grpo_lr_phi`` runs.
+
+The design (``TrlStudyPlan``'s defaults, fixed before the runs; ``docs/does-it-help.md`` states it): 48 seeds, two
+learning rates, 150 steps of 8 prompts × 8 completions, the held-out prompts of the toy task's four tiers validated
+every 10 steps. Outputs (``write_outputs``), each a CSV of rows ``method, seed, lr, step, tier, value``:
+``val_accuracy.csv`` (tier ``all``: the mean of the four), ``train_reward.csv`` and ``phi.csv`` (tier ``all``),
+``advantage_share.csv`` (each tier's share of the step's Σ|A|); then ``summary.md`` (``trl_study_stats``) and the
+curves.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from verl_hadw.toy.task import TIERS
+
+__all__ = ["METHODS", "TrlStudyPlan", "quick_plan", "run_one", "run_study", "measured_phi", "load_tables",
+           "write_outputs", "ALL"]
+
+METHODS = ("grpo", "hadw", "dgpo", "hadw_dgpo", "grpo_lr_phi")
+ALL = "all"  # the tier column's value for the mean over the four tiers (accuracy) or the whole batch
+ORDER = ("hadw", "grpo", "grpo_lr_phi", "dgpo", "hadw_dgpo")  # a study cut short answers the first questions
+
+
+@dataclass
+class TrlStudyPlan:
+    """What the study runs. The defaults are the design, fixed before the runs (see the module's docstring)."""
+
+    out: Path = Path("outputs/study_trl")
+    methods: list[str] = field(default_factory=lambda: list(METHODS))
+    seeds: list[int] = field(default_factory=lambda: list(range(1, 49)))
+    lrs: list[float] = field(default_factory=lambda: [1e-2, 2e-3])  # GRPO learns fast / slowly (docs/does-it-help.md)
+    steps: int = 150
+    prompts: int = 8  # prompts a step
+    group: int = 8  # completions a prompt (num_generations)
+    max_completion_length: int = 4
+    val_every: int = 10
+    val_prompts: int = 64  # held-out prompts, a quarter per tier
+    val_n: int = 4  # sampled answers per held-out prompt (temperature 1)
+    train_rows: int = 256
+
+    def __post_init__(self):
+        self.out = Path(self.out)
+        unknown = [m for m in self.methods if m not in METHODS]
+        if unknown:
+            raise ValueError(f"unknown study method(s) {unknown}; valid: {list(METHODS)}")
+        if "grpo_lr_phi" in self.methods and "hadw" not in self.methods:
+            raise ValueError("method grpo_lr_phi needs method hadw in the same study (its Φ sets the learning rate)")
+        if min(self.steps, self.prompts, self.val_every, self.val_n, self.max_completion_length) < 1:
+            raise ValueError("steps, prompts, val_every, val_n and max_completion_length must be >= 1")
+        if self.group < 2 or self.val_prompts < len(TIERS) or not self.seeds or not self.lrs:
+            raise ValueError("group must be >= 2, val_prompts >= 4 (one per tier), seeds and lrs not empty")
+        if not all(lr > 0 for lr in self.lrs):
+            raise ValueError(f"every learning rate must be > 0, got {self.lrs}")
+
+    def run_dir(self, method: str, seed: int, lr: float) -> Path:
+        return self.out / "runs" / f"lr{lr:g}" / method / f"seed{seed}"
+
+    def ordered_methods(self) -> list[str]:
+        return [m for m in METHODS if m in self.methods]
+
+    def spec(self, method: str, seed: int, lr: float) -> dict:
+        """What one run reads (``trl_study_run``): its method, seed and learning rate, and the plan's sizes."""
+        sizes = {k: v for k, v in asdict(self).items() if k not in ("out", "methods", "seeds", "lrs")}
+        return {"method": method, "seed": seed, "lr": lr, **sizes}
+
+
+def quick_plan(out: Path) -> TrlStudyPlan:
+    """Every method, one seed, one learning rate, 4 steps: checks the pipeline (CI's slow tests), not the numbers."""
+    return TrlStudyPlan(out=out, seeds=[1], lrs=[1e-2], steps=4, val_every=2, val_prompts=8, val_n=2)
+
+
+def measured_phi(plan: TrlStudyPlan, lr: float) -> float:
+    """Mean ``hadw/phi_mean`` over every step of every finished ``hadw`` run of learning rate ``lr``."""
+    values = [row["phi_mean"] for seed in plan.seeds for row in _steps(plan.run_dir("hadw", seed, lr))
+              if "phi_mean" in row]
+    if not values:
+        raise RuntimeError(f"grpo_lr_phi needs finished hadw runs at lr {lr:g} with hadw/phi_mean in their logs")
+    return float(np.mean(values))
+
+
+def _steps(run_dir: Path) -> list[dict]:
+    if not (run_dir / "DONE").exists():
+        return []
+    return [json.loads(line) for line in (run_dir / "steps.jsonl").read_text().splitlines()]
+
+
+def _val(run_dir: Path) -> list[dict]:
+    if not (run_dir / "DONE").exists():
+        return []
+    return [json.loads(line) for line in (run_dir / "val.jsonl").read_text().splitlines()]
+
+
+def run_one(plan: TrlStudyPlan, method: str, seed: int, lr: float, log=print) -> bool:
+    """Run one (method, seed, lr) in a process of its own unless its ``DONE`` exists; True if it ran."""
+    run_dir = plan.run_dir(method, seed, lr)
+    if (run_dir / "DONE").exists():
+        return False
+    run_dir.mkdir(parents=True, exist_ok=True)
+    spec = plan.spec(method, seed, lr)
+    if method == "grpo_lr_phi":
+        spec["phi"] = measured_phi(plan, lr)
+        spec["lr"] = lr * spec["phi"]
+    (run_dir / "spec.json").write_text(json.dumps(spec, indent=1))
+    start = time.time()
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "WANDB_MODE": "disabled"}
+    with open(run_dir / "run.log", "w") as out:
+        code = subprocess.call([sys.executable, "-m", "verl_hadw.research.trl_study_run", str(run_dir / "spec.json")],
+                               stdout=out, stderr=subprocess.STDOUT, env=env)
+    if code != 0 or not (run_dir / "DONE").exists():
+        raise RuntimeError(f"study run {method} seed {seed} lr {lr:g} failed (exit {code}); log: {run_dir / 'run.log'}")
+    log(f"study: {method} seed {seed} lr {lr:g} done in {time.time() - start:.0f} s")
+    return True
+
+
+def run_study(plan: TrlStudyPlan, workers: int = 2, log=print) -> list[Path]:
+    """Run every missing (method, seed, lr), ``workers`` at a time, then write the outputs. A learning rate's
+    ``grpo_lr_phi`` runs wait for its ``hadw`` runs (their Φ sets the learning rate)."""
+    order = [m for m in ORDER if m in plan.methods]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        hadw = {lr: [pool.submit(run_one, plan, "hadw", s, lr, log) for s in plan.seeds if "hadw" in order]
+                for lr in plan.lrs}
+
+        def job(method, seed, lr):
+            if method == "grpo_lr_phi":
+                for future in hadw[lr]:
+                    future.result()
+            return run_one(plan, method, seed, lr, log)
+
+        rest = [pool.submit(job, m, s, lr) for lr in plan.lrs for m in order if m != "hadw" for s in plan.seeds]
+        for future in [f for fs in hadw.values() for f in fs] + rest:
+            future.result()
+    return write_outputs(plan)
+
+
+def load_tables(plan: TrlStudyPlan) -> dict[str, list[dict]]:
+    """The finished runs as the four tables of rows ``method, seed, lr, step, tier, value``."""
+    tables = {"val_accuracy": [], "train_reward": [], "phi": [], "advantage_share": []}
+    for lr in plan.lrs:
+        for method in plan.ordered_methods():
+            for seed in plan.seeds:
+                run_dir = plan.run_dir(method, seed, lr)
+                key = dict(method=method, seed=seed, lr=lr)
+                for row in _val(run_dir):
+                    accs = {t: row[t] for t in TIERS}
+                    accs[ALL] = float(np.mean(list(accs.values())))
+                    tables["val_accuracy"] += [dict(key, step=row["step"], tier=t, value=v) for t, v in accs.items()]
+                for row in _steps(run_dir):
+                    if "reward" in row:
+                        tables["train_reward"].append(dict(key, step=row["step"], tier=ALL, value=row["reward"]))
+                    if "phi_mean" in row:
+                        tables["phi"].append(dict(key, step=row["step"], tier=ALL, value=row["phi_mean"]))
+                    mass = row.get("mass")
+                    if mass:
+                        total = sum(mass.values())
+                        tables["advantage_share"] += [dict(key, step=row["step"], tier=t,
+                                                           value=mass[t] / total if total > 0 else 0.0)
+                                                      for t in TIERS]
+    return tables
+
+
+def write_csv(path: Path, rows: list[dict]) -> Path:
+    """``rows`` as a CSV with the columns ``method, seed, lr, step, tier, value``."""
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=["method", "seed", "lr", "step", "tier", "value"])
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+def read_csv(path: Path) -> list[dict]:
+    """A table written by ``write_csv``, its numbers as numbers."""
+    with open(path, newline="") as f:
+        return [dict(r, seed=int(r["seed"]), lr=float(r["lr"]), step=int(r["step"]), value=float(r["value"]))
+                for r in csv.DictReader(f)]
+
+
+def write_outputs(plan: TrlStudyPlan) -> list[Path]:
+    """The four CSVs, ``summary.md`` and the plots, from the finished runs, into ``plan.out``."""
+    from verl_hadw.research.trl_study_stats import plot_advantage_share, plot_curves, summary_markdown
+
+    tables = load_tables(plan)
+    paths = [write_csv(plan.out / f"{name}.csv", rows) for name, rows in tables.items()]
+    (plan.out / "summary.md").write_text(summary_markdown(tables["val_accuracy"], tables["phi"]))
+    paths.append(plan.out / "summary.md")
+    paths.append(plot_curves(tables["val_accuracy"], plan.out / "curves.png"))
+    paths.append(plot_advantage_share(tables["advantage_share"], plan.out / "advantage_share.png"))
+    return paths

@@ -1,0 +1,218 @@
+"""The TRL study's statistics (``research.trl_study``): each run's score, the comparisons paired by seed, Holm's
+correction, the smallest difference the design resolves, the summary and the plots.
+
+A run's score on a tier: ``final``, its held-out accuracy at the last validation (the primary outcome, on tier
+``all``), or ``auc``, the mean of its validations after step 0. Each comparison (``COMPARISONS``: every method
+against ``grpo``, and ``hadw`` against its step-size control) is paired by seed: the mean difference with its 95 %
+t-interval, the paired t-test's and the Wilcoxon signed-rank test's two-sided p, and the seeds where the first is
+ahead. Holm's correction runs over each family: the primary family is every comparison at every learning rate on
+the primary outcome; the secondary families are the same comparisons on ``auc`` (tier ``all``), and on each score per
+tier (the four tiers together).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from verl_hadw.toy.task import TIERS
+
+__all__ = ["COMPARISONS", "FAMILIES", "run_scores", "paired", "holm", "smallest_difference", "comparisons_table",
+           "summary_markdown", "plot_curves", "plot_advantage_share"]
+
+ALL = "all"
+COMPARISONS = (("hadw", "grpo"), ("dgpo", "grpo"), ("hadw_dgpo", "grpo"), ("grpo_lr_phi", "grpo"),
+               ("hadw", "grpo_lr_phi"))
+FAMILIES = {  # family -> (score, tiers): Holm's correction runs within each
+    "primary": ("final", (ALL,)),
+    "auc": ("auc", (ALL,)),
+    "final per tier": ("final", TIERS),
+    "auc per tier": ("auc", TIERS),
+}
+ALPHA, POWER = 0.05, 0.8
+
+
+def run_scores(rows: list[dict], method: str, lr: float, tier: str) -> dict[int, dict[str, float]]:
+    """Per seed: ``final`` (the last validation) and ``auc`` (the mean of the validations after step 0)."""
+    by_seed: dict[int, dict[int, float]] = {}
+    for r in rows:
+        if r["method"] == method and r["lr"] == lr and r["tier"] == tier:
+            by_seed.setdefault(r["seed"], {})[r["step"]] = r["value"]
+    scores = {}
+    for seed, by_step in by_seed.items():
+        later = [v for s, v in sorted(by_step.items()) if s > 0]
+        if later:
+            scores[seed] = {"final": later[-1], "auc": float(np.mean(later))}
+    return scores
+
+
+def paired(first: dict[int, float], second: dict[int, float]) -> dict | None:
+    """The comparison of two methods' scores paired by seed (None: fewer than 2 seeds in common)."""
+    from scipy import stats
+
+    seeds = sorted(set(first) & set(second))
+    if len(seeds) < 2:
+        return None
+    a, b = np.array([first[s] for s in seeds]), np.array([second[s] for s in seeds])
+    diff = a - b
+    sd = float(diff.std(ddof=1))
+    half = float(stats.t.ppf(0.975, len(seeds) - 1) * sd / math.sqrt(len(seeds)))
+    p_t = float(stats.ttest_rel(a, b).pvalue) if sd > 0 else (1.0 if diff.mean() == 0 else 0.0)
+    p_w = float(stats.wilcoxon(a, b, zero_method="zsplit").pvalue) if np.any(diff != 0) else 1.0
+    return dict(seeds=len(seeds), diff=float(diff.mean()), ci=half, sd=sd, p_t=p_t, p_w=p_w,
+                ahead=int((diff > 0).sum()), behind=int((diff < 0).sum()))
+
+
+def holm(pvalues: list[float]) -> list[float]:
+    """Holm's step-down adjusted p-values (in the input's order): the k-th smallest times (m − k + 1), made
+    non-decreasing, at most 1."""
+    m = len(pvalues)
+    order = sorted(range(m), key=lambda i: pvalues[i])
+    adjusted, running = [1.0] * m, 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * pvalues[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def smallest_difference(sd: float, seeds: int, tests: int, alpha: float = ALPHA, power: float = POWER) -> float:
+    """The smallest mean paired difference a two-sided paired t-test over ``seeds`` detects with ``power`` at level
+    ``alpha / tests`` (Holm's first, strictest step), for a paired standard deviation ``sd``."""
+    from scipy import stats
+
+    df = seeds - 1
+    return float((stats.t.ppf(1 - alpha / (2 * tests), df) + stats.t.ppf(power, df)) * sd / math.sqrt(seeds))
+
+
+def comparisons_table(rows: list[dict]) -> list[dict]:
+    """Every comparison at every learning rate on every score and tier, with Holm's adjusted p (t-test) within each
+    family (``FAMILIES``) and, for the primary family, the smallest difference the design resolves."""
+    lrs = sorted({r["lr"] for r in rows}, reverse=True)
+    methods = {r["method"] for r in rows}
+    out = []
+    for family, (score, tiers) in FAMILIES.items():
+        members = []
+        for lr in lrs:
+            for first, second in COMPARISONS:
+                if first not in methods or second not in methods:
+                    continue
+                for tier in tiers:
+                    a = {s: v[score] for s, v in run_scores(rows, first, lr, tier).items()}
+                    b = {s: v[score] for s, v in run_scores(rows, second, lr, tier).items()}
+                    result = paired(a, b)
+                    if result is not None:
+                        members.append(dict(family=family, lr=lr, first=first, second=second, score=score,
+                                            tier=tier, **result))
+        for member, adjusted in zip(members, holm([m["p_t"] for m in members])):
+            member["p_holm"] = adjusted
+            member["resolves"] = smallest_difference(member["sd"], member["seeds"], len(members)) if (
+                family == "primary" and member["seeds"] > 1) else math.nan
+        out += members
+    return out
+
+
+def _means(rows: list[dict], lr: float, tier: str, score: str) -> dict[str, tuple[float, float, int]]:
+    from verl_hadw.research.study_stats import t_interval
+
+    out = {}
+    for method in sorted({r["method"] for r in rows}):
+        values = [v[score] for v in run_scores(rows, method, lr, tier).values()]
+        if values:
+            out[method] = (*t_interval(values), len(values))
+    return out
+
+
+def summary_markdown(val_rows: list[dict], phi_rows: list[dict]) -> str:
+    """The tables the page shows: each method's held-out accuracy per learning rate, then the comparisons (the
+    primary family first), then the measured Φ."""
+    lines = ["| lr | method | seeds | final held-out acc, all tiers (95 % CI) | AUC, all tiers (95 % CI) |",
+             "|---|---|---|---|---|"]
+    for lr in sorted({r["lr"] for r in val_rows}, reverse=True):
+        finals, aucs = _means(val_rows, lr, ALL, "final"), _means(val_rows, lr, ALL, "auc")
+        for method, (mean, half, n) in finals.items():
+            auc, auc_half, _ = aucs[method]
+            lines.append(f"| {lr:g} | {method} | {n} | {mean:.3f} ± {half:.3f} | {auc:.3f} ± {auc_half:.3f} |")
+    lines += ["", "Paired by seed (difference = first − second; 95 % t-interval; p: two-sided paired t-test, "
+              "Wilcoxon signed-rank; Holm: the t-test's p adjusted within the family; ahead: seeds where the first "
+              "is higher; resolves: the smallest difference this design detects with 80 % power at Holm's strictest "
+              "level, for the observed paired spread):", "",
+              "| family | lr | comparison | score | tier | diff (95 % CI) | p (t) | p (Wilcoxon) | p (Holm) | ahead "
+              "| resolves |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in comparisons_table(val_rows):
+        mark = " *" if r["p_holm"] < ALPHA else ""
+        resolves = "" if math.isnan(r["resolves"]) else f"{r['resolves']:.3f}"
+        lines.append(f"| {r['family']} | {r['lr']:g} | {r['first']} − {r['second']} | {r['score']} | {r['tier']} "
+                     f"| {r['diff']:+.3f} ± {r['ci']:.3f} | {r['p_t']:.3g} | {r['p_w']:.3g} | {r['p_holm']:.3g}{mark} "
+                     f"| {r['ahead']}/{r['seeds']} | {resolves} |")
+    for lr in sorted({r["lr"] for r in phi_rows}, reverse=True):
+        values = [r["value"] for r in phi_rows if r["lr"] == lr and r["method"] == "hadw"]
+        if values:
+            lines += ["", f"Mean Φ of the hadw runs at lr {lr:g} (grpo_lr_phi's learning-rate factor): "
+                      f"{float(np.mean(values)):.4f}"]
+    return "\n".join(lines) + "\n"
+
+
+def _curve(rows, method, lr, tier):
+    from verl_hadw.research.study_stats import t_interval
+
+    steps = sorted({r["step"] for r in rows if r["method"] == method and r["lr"] == lr and r["tier"] == tier})
+    stats_ = [t_interval([r["value"] for r in rows if r["method"] == method and r["lr"] == lr and r["tier"] == tier
+                          and r["step"] == s]) for s in steps]
+    return np.array(steps), np.array([m for m, _ in stats_]), np.nan_to_num(np.array([h for _, h in stats_]))
+
+
+def plot_curves(val_rows: list[dict], path: Path) -> Path:
+    """Held-out accuracy over training, mean over seeds with its 95 % t-interval band: a row per learning rate, a
+    panel per tier (and all)."""
+    from verl_hadw.plotting import pyplot, save_figure
+
+    plt = pyplot()
+    lrs = sorted({r["lr"] for r in val_rows}, reverse=True) or [0.0]
+    tiers = (*TIERS, ALL)
+    methods = [m for m in ("grpo", "hadw", "dgpo", "hadw_dgpo", "grpo_lr_phi") if any(r["method"] == m
+                                                                                         for r in val_rows)]
+    fig, axes = plt.subplots(len(lrs), len(tiers), figsize=(3.2 * len(tiers), 2.9 * len(lrs)), squeeze=False,
+                             sharex=True)
+    for row, lr in zip(axes, lrs):
+        for ax, tier in zip(row, tiers):
+            for i, method in enumerate(methods):
+                steps, mean, half = _curve(val_rows, method, lr, tier)
+                if len(steps):
+                    ax.plot(steps, mean, color=f"C{i}", label=method, marker=".")
+                    ax.fill_between(steps, mean - half, mean + half, color=f"C{i}", alpha=0.15)
+            ax.set_title(f"lr {lr:g}, tier: {tier}", fontsize=9)
+            ax.set_ylim(0, 1)
+        row[0].set_ylabel("held-out accuracy")
+    for ax in axes[-1]:
+        ax.set_xlabel("step")
+    axes[0][-1].legend(fontsize=7)
+    return save_figure(fig, path, dpi=100)
+
+
+def plot_advantage_share(share_rows: list[dict], path: Path) -> Path:
+    """Each tier's share of the advantage mass Σ|A| over training, mean over seeds with its 95 % band: a row per
+    learning rate, a panel per method."""
+    from verl_hadw.plotting import pyplot, save_figure
+
+    plt = pyplot()
+    lrs = sorted({r["lr"] for r in share_rows}, reverse=True) or [0.0]
+    methods = [m for m in ("grpo", "hadw", "dgpo", "hadw_dgpo", "grpo_lr_phi") if any(r["method"] == m
+                                                                                         for r in share_rows)]
+    fig, axes = plt.subplots(len(lrs), max(len(methods), 1), figsize=(3.2 * max(len(methods), 1), 2.9 * len(lrs)),
+                             squeeze=False, sharex=True, sharey=True)
+    for row, lr in zip(axes, lrs):
+        for ax, method in zip(row, methods):
+            for i, tier in enumerate(TIERS):
+                steps, mean, half = _curve(share_rows, method, lr, tier)
+                if len(steps):
+                    ax.plot(steps, mean, color=f"C{i}", label=tier)
+                    ax.fill_between(steps, mean - half, mean + half, color=f"C{i}", alpha=0.15)
+            ax.set_title(f"{method}, lr {lr:g}", fontsize=9)
+            ax.set_ylim(0, 1)
+        row[0].set_ylabel("share of Σ|A|")
+    for ax in axes[-1]:
+        ax.set_xlabel("step")
+    axes[0][-1].legend(fontsize=7)
+    return save_figure(fig, path, dpi=100)
