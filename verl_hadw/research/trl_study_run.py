@@ -69,16 +69,14 @@ def validate(model, tokenizer, rows: list[dict], n: int, seed: int, max_new_toke
 
 def _trainer_classes(method: str):
     """(config class, trainer class, config fields of the method) of ``method``."""
-    from trl import GRPOConfig, GRPOTrainer
-
-    from verl_hadw.trl import HadwGRPOConfig, HadwGRPOTrainer
+    from verl_hadw.trl import HadwGRPOConfig, HadwGRPOTrainer, stock_grpo
 
     ours = {"hadw": {"adv_estimator": "hadw"}, "dgpo": {"adv_estimator": "dgpo"},
             "hadw_dgpo": {"adv_estimator": "hadw", "hadw_base": "dgpo"}}
     if method in ours:
         return HadwGRPOConfig, HadwGRPOTrainer, ours[method]
     if method in ("grpo", "grpo_lr_phi"):
-        return GRPOConfig, GRPOTrainer, {}
+        return (*stock_grpo(), {})
     raise ValueError(f"unknown study method {method!r}")
 
 

@@ -15,4 +15,12 @@ require("trl", "verl_hadw.trl", "trl")
 from verl_hadw.trl.grpo_config import HadwGRPOConfig
 from verl_hadw.trl.grpo_trainer import HadwGRPOTrainer
 
-__all__ = ["HadwGRPOConfig", "HadwGRPOTrainer"]
+__all__ = ["HadwGRPOConfig", "HadwGRPOTrainer", "stock_grpo"]
+
+
+def stock_grpo():
+    """TRL's own ``(GRPOConfig, GRPOTrainer)``, unchanged: the baseline a study compares with
+    (``verl_hadw.research.trl_study``), handed out by the one package that imports ``trl``."""
+    from trl import GRPOConfig, GRPOTrainer
+
+    return GRPOConfig, GRPOTrainer
