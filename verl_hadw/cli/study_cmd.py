@@ -95,10 +95,7 @@ def _verl_plan(args):
     chosen = {"out": args.out, "methods": args.methods, "seeds": args.seeds, "steps": args.steps,
               "prompts": args.prompts, "lr": args.lr, "test_freq": args.test_freq, "val_prompts": args.val_prompts,
               "val_n": args.val_n}
-    methods = args.methods or StudyPlan().methods
-    if "grpo_lr_phi" in methods and "hadw" not in methods:
-        raise CommandError("argument --methods", "grpo_lr_phi needs hadw in the same study (its Φ sets the learning "
-                           "rate)")
+    _check_methods(args.methods or StudyPlan().methods)
     return StudyPlan(**{k: v for k, v in chosen.items() if v is not None}, extra=list(args.overrides))
 
 
@@ -113,8 +110,13 @@ def _trl_plan(args):
     if args.quick:
         return quick_plan(Path(args.out or TrlStudyPlan().out))
     methods = args.methods or list(TrlStudyPlan().methods)
+    _check_methods(methods)
+    chosen = {"out": args.out, "methods": methods, "seeds": args.seeds, "steps": args.steps, "lrs": args.lrs}
+    return TrlStudyPlan(**{k: v for k, v in chosen.items() if v is not None})
+
+
+def _check_methods(methods) -> None:
+    """Either study's ``--methods``: grpo_lr_phi only beside hadw, refused naming the argument before any run."""
     if "grpo_lr_phi" in methods and "hadw" not in methods:
         raise CommandError("argument --methods", "grpo_lr_phi needs hadw in the same study (its Φ sets the learning "
                            "rate)")
-    chosen = {"out": args.out, "methods": methods, "seeds": args.seeds, "steps": args.steps, "lrs": args.lrs}
-    return TrlStudyPlan(**{k: v for k, v in chosen.items() if v is not None})

@@ -45,7 +45,8 @@ from verl_hadw.research.study_stats import (
 from verl_hadw.toy.task import TIERS
 
 __all__ = [
-    "METHODS", "StudyPlan", "quick_plan", "base_overrides", "run_one", "run_study", "measured_phi", "run_metrics",
+    "METHODS", "StudyPlan", "check_methods", "quick_plan", "base_overrides", "run_one", "run_study", "measured_phi",
+    "run_metrics",
     "load_runs", "write_outputs",
     # the statistics (research.study_stats), re-exported: one import for the study's callers
     "ALL", "PHI_METRIC", "val_key", "val_table", "summarise", "comparisons", "paired_tests", "summary_markdown",
@@ -59,6 +60,7 @@ METHODS = {  # name -> Hydra overrides on configs/cpu/demo.yaml (grpo_lr_phi's l
     "hadw_dgpo": ["algorithm.adv_estimator=hadw", "+algorithm.hadw.base=dgpo"],
     "grpo_lr_phi": ["algorithm.adv_estimator=grpo"],
 }
+GRPO_LR_PHI_NEEDS_HADW = "method grpo_lr_phi needs method hadw in the same study (its Φ sets the learning rate)"
 ATTEMPTS = 8  # per run, for Ray start-up failures (Ray gives its node 30 s: a loaded machine can miss that)
 RAY_STARTED = "Started a local Ray instance"  # ray.init's log line once the node is up
 
@@ -103,11 +105,7 @@ class StudyPlan:
 
     def __post_init__(self):
         self.out = Path(self.out)
-        unknown = [m for m in self.methods if m not in METHODS]
-        if unknown:
-            raise ValueError(f"unknown study method(s) {unknown}; valid: {list(METHODS)}")
-        if "grpo_lr_phi" in self.methods and "hadw" not in self.methods:
-            raise ValueError("method grpo_lr_phi needs method hadw in the same study (its Φ sets the learning rate)")
+        check_methods(self.methods, METHODS)
         if min(self.steps, self.prompts, self.test_freq, self.val_n) < 1 or self.val_prompts < len(TIERS):
             raise ValueError("steps, prompts, test_freq and val_n must be >= 1 and val_prompts >= 4 (one per tier)")
         if not self.lr > 0:
@@ -122,6 +120,16 @@ class StudyPlan:
 
     def ordered_methods(self) -> list[str]:
         return [m for m in METHODS if m in self.methods]  # hadw before grpo_lr_phi
+
+
+def check_methods(methods, valid) -> None:
+    """A study's methods: each one of ``valid``, and ``grpo_lr_phi`` only beside ``hadw`` (both studies: verl's and
+    TRL's, ``research.trl_study``)."""
+    unknown = [m for m in methods if m not in valid]
+    if unknown:
+        raise ValueError(f"unknown study method(s) {unknown}; valid: {list(valid)}")
+    if "grpo_lr_phi" in methods and "hadw" not in methods:
+        raise ValueError(GRPO_LR_PHI_NEEDS_HADW)
 
 
 def quick_plan(out: Path) -> StudyPlan:

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from verl_hadw.research.study import check_methods
 from verl_hadw.toy.task import TIERS
 
 __all__ = ["METHODS", "TrlStudyPlan", "quick_plan", "run_one", "run_study", "measured_phi", "load_tables",
@@ -62,11 +63,7 @@ class TrlStudyPlan:
 
     def __post_init__(self):
         self.out = Path(self.out)
-        unknown = [m for m in self.methods if m not in METHODS]
-        if unknown:
-            raise ValueError(f"unknown study method(s) {unknown}; valid: {list(METHODS)}")
-        if "grpo_lr_phi" in self.methods and "hadw" not in self.methods:
-            raise ValueError("method grpo_lr_phi needs method hadw in the same study (its Φ sets the learning rate)")
+        check_methods(self.methods, METHODS)
         if min(self.steps, self.prompts, self.val_every, self.val_n, self.max_completion_length) < 1:
             raise ValueError("steps, prompts, val_every, val_n and max_completion_length must be >= 1")
         if self.group < 2 or self.val_prompts < len(TIERS) or not self.seeds or not self.lrs:
@@ -93,23 +90,18 @@ def quick_plan(out: Path) -> TrlStudyPlan:
 
 def measured_phi(plan: TrlStudyPlan, lr: float) -> float:
     """Mean ``hadw/phi_mean`` over every step of every finished ``hadw`` run of learning rate ``lr``."""
-    values = [row["phi_mean"] for seed in plan.seeds for row in _steps(plan.run_dir("hadw", seed, lr))
+    values = [row["phi_mean"] for seed in plan.seeds for row in _finished(plan.run_dir("hadw", seed, lr), "steps.jsonl")
               if "phi_mean" in row]
     if not values:
         raise RuntimeError(f"grpo_lr_phi needs finished hadw runs at lr {lr:g} with hadw/phi_mean in their logs")
     return float(np.mean(values))
 
 
-def _steps(run_dir: Path) -> list[dict]:
+def _finished(run_dir: Path, name: str) -> list[dict]:
+    """The rows of a finished run's ``name`` (``steps.jsonl``, ``val.jsonl``); [] for one that has not finished."""
     if not (run_dir / "DONE").exists():
         return []
-    return [json.loads(line) for line in (run_dir / "steps.jsonl").read_text().splitlines()]
-
-
-def _val(run_dir: Path) -> list[dict]:
-    if not (run_dir / "DONE").exists():
-        return []
-    return [json.loads(line) for line in (run_dir / "val.jsonl").read_text().splitlines()]
+    return [json.loads(line) for line in (run_dir / name).read_text().splitlines()]
 
 
 def run_one(plan: TrlStudyPlan, method: str, seed: int, lr: float, log=print) -> bool:
@@ -162,11 +154,11 @@ def load_tables(plan: TrlStudyPlan) -> dict[str, list[dict]]:
             for seed in plan.seeds:
                 run_dir = plan.run_dir(method, seed, lr)
                 key = dict(method=method, seed=seed, lr=lr)
-                for row in _val(run_dir):
+                for row in _finished(run_dir, "val.jsonl"):
                     accs = {t: row[t] for t in TIERS}
                     accs[ALL] = float(np.mean(list(accs.values())))
                     tables["val_accuracy"] += [dict(key, step=row["step"], tier=t, value=v) for t, v in accs.items()]
-                for row in _steps(run_dir):
+                for row in _finished(run_dir, "steps.jsonl"):
                     if "reward" in row:
                         tables["train_reward"].append(dict(key, step=row["step"], tier=ALL, value=row["reward"]))
                     if "phi_mean" in row:

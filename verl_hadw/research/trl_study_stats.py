@@ -154,65 +154,56 @@ def summary_markdown(val_rows: list[dict], phi_rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _curve(rows, method, lr, tier):
+def _curve(rows, method, tier, lr):
+    """(steps, mean over seeds, 95 % t half-width) of ``method``'s rows of ``tier`` at learning rate ``lr``."""
     from verl_hadw.research.study_stats import t_interval
 
-    steps = sorted({r["step"] for r in rows if r["method"] == method and r["lr"] == lr and r["tier"] == tier})
-    stats_ = [t_interval([r["value"] for r in rows if r["method"] == method and r["lr"] == lr and r["tier"] == tier
-                          and r["step"] == s]) for s in steps]
+    mine = [r for r in rows if r["method"] == method and r["lr"] == lr and r["tier"] == tier]
+    steps = sorted({r["step"] for r in mine})
+    stats_ = [t_interval([r["value"] for r in mine if r["step"] == s]) for s in steps]
     return np.array(steps), np.array([m for m, _ in stats_]), np.nan_to_num(np.array([h for _, h in stats_]))
+
+
+def _methods_in(rows: list[dict]) -> list[str]:
+    return [m for m in ("grpo", "hadw", "dgpo", "hadw_dgpo", "grpo_lr_phi") if any(r["method"] == m for r in rows)]
+
+
+def _band_grid(rows: list[dict], path: Path, panels, lines, pick, title, ylabel: str, sharey: bool,
+               marker: str | None) -> Path:
+    """A row of panels per learning rate; in each, one line per entry of ``lines``: the mean over seeds with its
+    95 % t-interval band. ``pick(panel, line)`` -> the (method, tier) that line plots; ``title(panel, lr)``."""
+    from verl_hadw.plotting import pyplot, save_figure
+
+    plt = pyplot()
+    lrs = sorted({r["lr"] for r in rows}, reverse=True) or [0.0]
+    columns = max(len(panels), 1)
+    fig, axes = plt.subplots(len(lrs), columns, figsize=(3.2 * columns, 2.9 * len(lrs)), squeeze=False, sharex=True,
+                             sharey=sharey)
+    for row, lr in zip(axes, lrs):
+        for ax, panel in zip(row, panels):
+            for i, line in enumerate(lines):
+                steps, mean, half = _curve(rows, *pick(panel, line), lr)
+                if len(steps):
+                    ax.plot(steps, mean, color=f"C{i}", label=line, marker=marker)
+                    ax.fill_between(steps, mean - half, mean + half, color=f"C{i}", alpha=0.15)
+            ax.set_title(title(panel, lr), fontsize=9)
+            ax.set_ylim(0, 1)
+        row[0].set_ylabel(ylabel)
+    for ax in axes[-1]:
+        ax.set_xlabel("step")
+    axes[0][-1].legend(fontsize=7)
+    return save_figure(fig, path, dpi=100)
 
 
 def plot_curves(val_rows: list[dict], path: Path) -> Path:
     """Held-out accuracy over training, mean over seeds with its 95 % t-interval band: a row per learning rate, a
-    panel per tier (and all)."""
-    from verl_hadw.plotting import pyplot, save_figure
-
-    plt = pyplot()
-    lrs = sorted({r["lr"] for r in val_rows}, reverse=True) or [0.0]
-    tiers = (*TIERS, ALL)
-    methods = [m for m in ("grpo", "hadw", "dgpo", "hadw_dgpo", "grpo_lr_phi") if any(r["method"] == m
-                                                                                         for r in val_rows)]
-    fig, axes = plt.subplots(len(lrs), len(tiers), figsize=(3.2 * len(tiers), 2.9 * len(lrs)), squeeze=False,
-                             sharex=True)
-    for row, lr in zip(axes, lrs):
-        for ax, tier in zip(row, tiers):
-            for i, method in enumerate(methods):
-                steps, mean, half = _curve(val_rows, method, lr, tier)
-                if len(steps):
-                    ax.plot(steps, mean, color=f"C{i}", label=method, marker=".")
-                    ax.fill_between(steps, mean - half, mean + half, color=f"C{i}", alpha=0.15)
-            ax.set_title(f"lr {lr:g}, tier: {tier}", fontsize=9)
-            ax.set_ylim(0, 1)
-        row[0].set_ylabel("held-out accuracy")
-    for ax in axes[-1]:
-        ax.set_xlabel("step")
-    axes[0][-1].legend(fontsize=7)
-    return save_figure(fig, path, dpi=100)
+    panel per tier (and all), a line per method."""
+    return _band_grid(val_rows, path, (*TIERS, ALL), _methods_in(val_rows), lambda tier, method: (method, tier),
+                      lambda tier, lr: f"lr {lr:g}, tier: {tier}", "held-out accuracy", sharey=False, marker=".")
 
 
 def plot_advantage_share(share_rows: list[dict], path: Path) -> Path:
     """Each tier's share of the advantage mass Σ|A| over training, mean over seeds with its 95 % band: a row per
-    learning rate, a panel per method."""
-    from verl_hadw.plotting import pyplot, save_figure
-
-    plt = pyplot()
-    lrs = sorted({r["lr"] for r in share_rows}, reverse=True) or [0.0]
-    methods = [m for m in ("grpo", "hadw", "dgpo", "hadw_dgpo", "grpo_lr_phi") if any(r["method"] == m
-                                                                                         for r in share_rows)]
-    fig, axes = plt.subplots(len(lrs), max(len(methods), 1), figsize=(3.2 * max(len(methods), 1), 2.9 * len(lrs)),
-                             squeeze=False, sharex=True, sharey=True)
-    for row, lr in zip(axes, lrs):
-        for ax, method in zip(row, methods):
-            for i, tier in enumerate(TIERS):
-                steps, mean, half = _curve(share_rows, method, lr, tier)
-                if len(steps):
-                    ax.plot(steps, mean, color=f"C{i}", label=tier)
-                    ax.fill_between(steps, mean - half, mean + half, color=f"C{i}", alpha=0.15)
-            ax.set_title(f"{method}, lr {lr:g}", fontsize=9)
-            ax.set_ylim(0, 1)
-        row[0].set_ylabel("share of Σ|A|")
-    for ax in axes[-1]:
-        ax.set_xlabel("step")
-    axes[0][-1].legend(fontsize=7)
-    return save_figure(fig, path, dpi=100)
+    learning rate, a panel per method, a line per tier."""
+    return _band_grid(share_rows, path, _methods_in(share_rows), TIERS, lambda method, tier: (method, tier),
+                      lambda method, lr: f"{method}, lr {lr:g}", "share of Σ|A|", sharey=True, marker=None)
