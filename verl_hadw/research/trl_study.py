@@ -20,6 +20,7 @@ curves.
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 import os
 import subprocess
@@ -182,8 +183,8 @@ def write_csv(path: Path, rows: list[dict]) -> Path:
 
 
 def read_csv(path: Path) -> list[dict]:
-    """A table written by ``write_csv``, its numbers as numbers."""
-    with open(path, newline="") as f:
+    """A table written by ``write_csv`` (gzipped where its name ends in ``.gz``), its numbers as numbers."""
+    with (gzip.open(path, "rt", newline="") if str(path).endswith(".gz") else open(path, newline="")) as f:
         return [dict(r, seed=int(r["seed"]), lr=float(r["lr"]), step=int(r["step"]), value=float(r["value"]))
                 for r in csv.DictReader(f)]
 

@@ -1,0 +1,92 @@
+"""``docs/does-it-help.md`` (issue 43): its tables are generated from the study's CSVs and locked to them; every block
+reads the right rows (on made-up runs with a known effect); the study's gzipped CSVs read back as written."""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+from pathlib import Path
+
+import pytest
+
+from verl_hadw.research import does_it_help, trl_study
+from verl_hadw.toy.task import TIERS
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGE = ROOT / "docs" / "does-it-help.md"
+CSVS = ROOT / "docs" / "study" / "trl"
+LRS = (3e-3, 1e-3)
+SEEDS = range(1, 13)
+
+
+def made_up_tables() -> dict[str, list[dict]]:
+    """Every method over 12 seeds and both learning rates: ``hadw`` 0.05 ahead of ``grpo`` at the last validation and,
+    from step 21 on, 0.1 more of the advantage mass on the hard tiers; the other methods equal to ``grpo``."""
+    val, share, phi = [], [], []
+    for lr in LRS:
+        for method in trl_study.METHODS:
+            for seed in SEEDS:
+                key = dict(method=method, seed=seed, lr=lr)
+                for step in (0, 10, 20):
+                    value = 0.3 + 0.01 * seed + 0.01 * step + 0.001 * ((seed * 7 + step) % 5)
+                    value += 0.05 if method == "hadw" and step == 20 else 0.0
+                    val += [dict(key, step=step, tier=t, value=value) for t in (*TIERS, trl_study.ALL)]
+                for step in range(1, 31):
+                    jitter = 0.005 * ((seed + step) % 4)
+                    later = method == "hadw" and step > does_it_help.EARLY
+                    parts = (0.3 - jitter, 0.3, 0.25 + jitter, 0.15) if later else (0.4, 0.3, 0.2, 0.1)
+                    if step == 7:  # a step whose groups all agree: no advantage mass, left out of the means
+                        parts = (0.0, 0.0, 0.0, 0.0)
+                    share += [dict(key, step=step, tier=t, value=v) for t, v in zip(TIERS, parts)]
+                    if method in ("hadw", "hadw_dgpo"):
+                        phi.append(dict(key, step=step, tier=trl_study.ALL, value=1.2))
+    return {"val_accuracy": val, "train_reward": [], "phi": phi, "advantage_share": share}
+
+
+def page_with_every_block() -> str:
+    return "\n".join(f"<!-- generated: {name} -->\nstale\n<!-- end: {name} -->" for name in does_it_help.BLOCKS) + "\n"
+
+
+def test_every_block_reads_the_right_rows_of_made_up_runs():
+    page = does_it_help.fill(page_with_every_block(), made_up_tables())
+    assert "stale" not in page
+    assert "| 0.003 | 12 | 12 | 12 | 12 | 12 | 60 |" in page and "120 runs, each to step 20." in page
+    primary = page.split("<!-- generated: primary -->")[1].split("<!-- end: primary -->")[0]
+    hadw = next(line for line in primary.splitlines() if line.startswith("| 0.003 | `hadw` − `grpo` |"))
+    assert "+0.050 ±" in hadw and "★" in hadw and "| 12/12 |" in hadw
+    dgpo = next(line for line in primary.splitlines() if line.startswith("| 0.003 | `dgpo` − `grpo` |"))
+    assert "+0.000 ± 0.000" in dgpo and "★" not in dgpo
+    assert "10 comparisons in the family" in primary  # 5 comparisons at each of the 2 learning rates
+    assert "each family's 40 comparisons" in page  # and at each of the 4 tiers
+    mechanism = page.split("<!-- generated: mechanism -->")[1]
+    hard = next(line for line in mechanism.splitlines() if line.startswith("| steps 1-30 | 0.003 | `hadw` − `grpo`"))
+    assert "| +0.037 ± " in hard and "★" in hard  # +0.1 (+ the jitter) on 10 of the 29 steps with advantage mass
+    early = next(line for line in mechanism.splitlines() if line.startswith("| steps 1-20 | 0.003 | `hadw` − `grpo`"))
+    assert "| +0.000 ± 0.000 |" in early
+    assert "| 0.003 | `grpo` | 0.400 ± 0.000 | 0.300 ± 0.000 | 0.200 ± 0.000 | 0.100 ± 0.000 |" in mechanism
+    assert "| 0.003 | `hadw` | 1.2000 | 12 |" in page
+    assert does_it_help.fill(page, made_up_tables()) == page  # filling is idempotent
+
+
+def test_an_unknown_block_is_refused_naming_the_known_ones():
+    with pytest.raises(ValueError, match=r"unknown generated block\(s\) \['verdict'\]; known: .*'primary'"):
+        does_it_help.fill("<!-- generated: verdict -->\n<!-- end: verdict -->\n", made_up_tables())
+
+
+def test_the_committed_page_is_what_its_csvs_give():
+    page = PAGE.read_text()
+    assert "<!-- generated: design -->" in page
+    assert does_it_help.fill(page, does_it_help.read_tables(CSVS)) == page
+    edited = page.replace("| seeds per method and learning rate | 48", "| seeds per method and learning rate | 47")
+    assert edited != page and does_it_help.fill(edited, does_it_help.read_tables(CSVS)) == page
+
+
+def test_a_gzipped_table_reads_back_as_written(tmp_path):
+    rows = made_up_tables()["advantage_share"][:50]
+    trl_study.write_csv(tmp_path / "advantage_share.csv", rows)
+    with open(tmp_path / "advantage_share.csv", "rb") as f, gzip.open(tmp_path / "packed.csv.gz", "wb") as g:
+        shutil.copyfileobj(f, g)
+    assert trl_study.read_csv(tmp_path / "packed.csv.gz") == trl_study.read_csv(tmp_path / "advantage_share.csv")
+    keys = ("method", "seed", "step", "tier", "value")
+    assert [{k: r[k] for k in keys} for r in rows] == [
+        {k: r[k] for k in keys} for r in trl_study.read_csv(tmp_path / "packed.csv.gz")]

@@ -1,0 +1,285 @@
+"""The generated tables of ``docs/does-it-help.md``, from the TRL study's committed CSVs (``docs/study/trl/``).
+
+The page holds each table between two markers::
+
+    <!-- generated: NAME -->
+    ...
+    <!-- end: NAME -->
+
+``fill(page, tables)`` rewrites every such block from the tables; ``python -m verl_hadw.research.does_it_help`` does
+it in place (``docs/study/trl`` -> ``docs/does-it-help.md``), and ``tests/research/test_does_it_help.py`` fails when
+the committed page is not what its CSVs give. The blocks (``BLOCKS``):
+
+- ``design``: the study's design, read from ``TrlStudyPlan``'s defaults (fixed before the runs);
+- ``runs``: the finished runs per learning rate and method;
+- ``accuracy``: each method's held-out accuracy at the last step per tier, and its AUC, mean over seeds ± 95 %;
+- ``primary``, ``auc``, ``per_tier``: the comparisons paired by seed (``trl_study_stats.comparisons_table``) with raw
+  and Holm-corrected p, one table per family (the two per-tier families side by side);
+- ``mechanism``: each tier's share of the advantage mass Σ|A| per method, and the hard tiers' share against GRPO's;
+- ``phi``: the mean Φ the ``hadw`` runs measured (``grpo_lr_phi``'s learning-rate factor).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+
+from verl_hadw.research.trl_study import ALL, METHODS, TrlStudyPlan, read_csv
+from verl_hadw.research.trl_study_stats import ALPHA, FAMILIES, comparisons_table, holm, paired, run_scores
+from verl_hadw.toy.task import TIERS
+
+__all__ = ["TABLES", "BLOCKS", "HARD_TIERS", "StudyTables", "read_tables", "fill", "main"]
+
+TABLES = ("val_accuracy", "train_reward", "phi", "advantage_share")
+HARD_TIERS = ("hard", "hardest")  # where the papers say the weight should move
+EARLY = 20  # the mechanism's early window: steps 1-20, before the methods' policies have drifted far apart
+BLOCK = re.compile(r"(<!-- generated: (\w+) -->\n)(.*?)(<!-- end: \2 -->)", re.S)
+
+
+class StudyTables(Mapping):
+    """The study's four tables in ``folder`` (``NAME.csv`` or ``NAME.csv.gz``), each read when a block first asks for
+    it (the advantage-mass table is large)."""
+
+    def __init__(self, folder: Path):
+        self.folder, self._read = Path(folder), {}
+
+    def __getitem__(self, name: str) -> list[dict]:
+        if name not in TABLES:
+            raise KeyError(name)
+        if name not in self._read:
+            plain, packed = self.folder / f"{name}.csv", self.folder / f"{name}.csv.gz"
+            self._read[name] = read_csv(packed if packed.exists() else plain)
+        return self._read[name]
+
+    def __iter__(self):
+        return iter(TABLES)
+
+    def __len__(self) -> int:
+        return len(TABLES)
+
+
+def read_tables(folder: Path) -> StudyTables:
+    """The study's tables in ``folder``, read as the blocks ask for them."""
+    return StudyTables(folder)
+
+
+def _lrs(rows) -> list[float]:
+    return sorted({r["lr"] for r in rows}, reverse=True)
+
+
+def _methods(rows) -> list[str]:
+    return [m for m in METHODS if any(r["method"] == m for r in rows)]
+
+
+def _ci(values) -> str:
+    from verl_hadw.research.study_stats import t_interval
+
+    mean, half = t_interval(values)
+    return f"{mean:.3f}" if math.isnan(half) else f"{mean:.3f} ± {half:.3f}"
+
+
+def _p(p: float) -> str:
+    return f"{p:.2g}" if p < 0.01 else f"{p:.2f}"
+
+
+def design(tables) -> str:
+    plan = TrlStudyPlan()
+    families = "; ".join(f"{name}: {score} score, tier{'s ' + ', '.join(tiers) if len(tiers) > 1 else ' ' + tiers[0]}"
+                         for name, (score, tiers) in FAMILIES.items())
+    lines = ["| setting | value |", "|---|---|",
+             f"| methods | {', '.join(f'`{m}`' for m in plan.methods)} |",
+             f"| seeds per method and learning rate | {len(plan.seeds)} ({plan.seeds[0]}-{plan.seeds[-1]}) |",
+             f"| learning rates | {' and '.join(f'{lr:g}' for lr in plan.lrs)} (GRPO learns fast / slowly) |",
+             f"| steps | {plan.steps}, each {plan.prompts} prompts × {plan.group} completions of "
+             f"{plan.max_completion_length} tokens |",
+             f"| held-out validation | every {plan.val_every} steps and before step 1: {plan.val_prompts} prompts "
+             f"({plan.val_prompts // len(TIERS)} per tier) × {plan.val_n} answers at temperature 1 |",
+             "| primary outcome | held-out accuracy over all tiers at the last step |",
+             "| secondary outcomes | per tier; the area under the validation curve (the mean of the validations "
+             "after step 0) |",
+             "| tests | paired by seed: t-test and Wilcoxon signed-rank (normal approximation, ties corrected), "
+             "two-sided; Holm's correction within each family |",
+             f"| families (Holm within each) | {families} |"]
+    return "\n".join(lines)
+
+
+def runs(tables) -> str:
+    rows = tables["val_accuracy"]
+    last = max(r["step"] for r in rows)
+    lines = ["| lr | " + " | ".join(f"`{m}`" for m in _methods(rows)) + " | all |",
+             "|---|" + "---|" * (len(_methods(rows)) + 1)]
+    total = 0
+    for lr in _lrs(rows):
+        counts = [len({r["seed"] for r in rows if r["lr"] == lr and r["method"] == m and r["step"] == last
+                       and r["tier"] == ALL}) for m in _methods(rows)]
+        total += sum(counts)
+        lines.append(f"| {lr:g} | " + " | ".join(map(str, counts)) + f" | {sum(counts)} |")
+    return "\n".join(lines) + f"\n\n{total} runs, each to step {last}."
+
+
+def accuracy(tables) -> str:
+    rows = tables["val_accuracy"]
+    lines = ["| lr | method | seeds | " + " | ".join(TIERS) + " | **all** (primary) | AUC, all |",
+             "|---|---|---|" + "---|" * (len(TIERS) + 2)]
+    for lr in _lrs(rows):
+        for method in _methods(rows):
+            per_tier = {t: run_scores(rows, method, lr, t) for t in (*TIERS, ALL)}
+            cells = [_ci([v["final"] for v in per_tier[t].values()]) for t in TIERS]
+            finals = [v["final"] for v in per_tier[ALL].values()]
+            aucs = [v["auc"] for v in per_tier[ALL].values()]
+            lines.append(f"| {lr:g} | `{method}` | {len(finals)} | " + " | ".join(cells)
+                         + f" | **{_ci(finals)}** | {_ci(aucs)} |")
+    start = [r["value"] for r in rows if r["step"] == 0 and r["tier"] == ALL]
+    return "\n".join(lines) + f"\n\nAt step 0 (the seeds' initial models, shared by every method): {_ci(start)}."
+
+
+def _comparison_rows(tables, family: str) -> list[dict]:
+    if "comparisons" not in tables:
+        tables["comparisons"] = comparisons_table(tables["val_accuracy"])
+    return [r for r in tables["comparisons"] if r["family"] == family]
+
+
+def _row(r: dict, resolves: bool) -> str:
+    mark = " **★**" if r["p_holm"] < ALPHA else ""
+    cells = [f"{r['lr']:g}", f"`{r['first']}` − `{r['second']}`", f"{r['diff']:+.3f} ± {r['ci']:.3f}", _p(r["p_t"]),
+             _p(r["p_w"]), _p(r["p_holm"]) + mark, f"{r['ahead']}/{r['seeds']}"]
+    if resolves:
+        cells.append(f"{r['resolves']:.3f}")
+    return "| " + " | ".join(cells) + " |"
+
+
+def _comparisons(tables, family: str, resolves: bool) -> str:
+    head = "| lr | comparison | difference (95 % CI) | p (t) | p (Wilcoxon) | p (Holm) | seeds ahead |"
+    lines = [head + (" resolves |" if resolves else ""), "|---|---|---|---|---|---|---|" + ("---|" if resolves else "")]
+    members = _comparison_rows(tables, family)
+    lines += [_row(r, resolves) for r in members]
+    return "\n".join(lines) + f"\n\n{len(members)} comparisons in the family; ★: Holm-corrected p < {ALPHA}."
+
+
+def primary(tables) -> str:
+    return _comparisons(tables, "primary", resolves=True)
+
+
+def auc(tables) -> str:
+    return _comparisons(tables, "auc", resolves=False)
+
+
+def per_tier(tables) -> str:
+    final = {(r["lr"], r["first"], r["second"], r["tier"]): r for r in _comparison_rows(tables, "final per tier")}
+    area = {(r["lr"], r["first"], r["second"], r["tier"]): r for r in _comparison_rows(tables, "auc per tier")}
+    lines = ["| lr | comparison | tier | final: difference (95 % CI) | p (Holm) | ahead | AUC: difference (95 % CI) "
+             "| p (Holm) | ahead |", "|---|---|---|---|---|---|---|---|---|"]
+    for key, f in final.items():
+        a = area[key]
+        cells = [f"{f['lr']:g}", f"`{f['first']}` − `{f['second']}`", f["tier"]]
+        for r in (f, a):
+            cells += [f"{r['diff']:+.3f} ± {r['ci']:.3f}", _p(r["p_holm"]) + (" **★**" if r["p_holm"] < ALPHA else ""),
+                      f"{r['ahead']}/{r['seeds']}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + (f"\n\nHolm's correction runs over each family's {len(final)} comparisons (final per "
+                               f"tier; AUC per tier); ★: corrected p < {ALPHA}.")
+
+
+def _run_shares(rows, last_step: int) -> dict[tuple, dict[str, float]]:
+    """(lr, method, seed) -> each tier's mean share of Σ|A| over steps 1..last_step (steps where it is defined)."""
+    sums: dict[tuple, dict[str, list[float]]] = {}
+    for r in rows:
+        if r["step"] <= last_step:
+            sums.setdefault((r["lr"], r["method"], r["seed"]), {}).setdefault(r["tier"], []).append(r["value"])
+    out = {}
+    for key, by_tier in sums.items():
+        steps_with_mass = np.array([by_tier[t] for t in TIERS]).sum(axis=0) > 0  # a step of all-equal groups has none
+        out[key] = {t: float(np.mean(np.array(by_tier[t])[steps_with_mass])) for t in TIERS}
+    return out
+
+
+def _hard_share(shares, lr: float, method: str) -> dict[int, float]:
+    """seed -> the hard tiers' share together, of ``method``'s runs at ``lr``."""
+    return {s: sum(v[t] for t in HARD_TIERS) for (l_, m, s), v in shares.items() if l_ == lr and m == method}
+
+
+def mechanism(tables) -> str:
+    rows = tables["advantage_share"]
+    last = max(r["step"] for r in rows)
+    whole, early = _run_shares(rows, last), _run_shares(rows, EARLY)
+    lines = [f"Each tier's share of the advantage mass Σ|A| (mean over steps 1-{last} of each run, then over seeds, "
+             "± 95 %):", "", "| lr | method | " + " | ".join(TIERS) + " |", "|---|---|" + "---|" * len(TIERS)]
+    for lr in _lrs(rows):
+        for method in _methods(rows):
+            runs_ = [v for (l_, m, _), v in whole.items() if l_ == lr and m == method]
+            lines.append(f"| {lr:g} | `{method}` | " + " | ".join(_ci([v[t] for v in runs_]) for t in TIERS) + " |")
+    tests = []
+    for window, shares in ((f"steps 1-{EARLY}", early), (f"steps 1-{last}", whole)):
+        for lr in _lrs(rows):
+            for method in _methods(rows):
+                if method == "grpo":
+                    continue
+                result = paired(_hard_share(shares, lr, method), _hard_share(shares, lr, "grpo"))
+                if result is not None:
+                    tests.append(dict(window=window, lr=lr, method=method, **result))
+    for test, adjusted in zip(tests, holm([t["p_t"] for t in tests])):
+        test["p_holm"] = adjusted
+    lines += ["", f"The {' and '.join(HARD_TIERS)} tiers' share together, each method against `grpo` (paired by "
+              "seed; Holm over this table):", "",
+              "| window | lr | comparison | difference (95 % CI) | p (t) | p (Holm) | seeds ahead |",
+              "|---|---|---|---|---|---|---|"]
+    for t in tests:
+        mark = " **★**" if t["p_holm"] < ALPHA else ""
+        lines.append(f"| {t['window']} | {t['lr']:g} | `{t['method']}` − `grpo` | {t['diff']:+.3f} ± {t['ci']:.3f} "
+                     f"| {_p(t['p_t'])} | {_p(t['p_holm'])}{mark} | {t['ahead']}/{t['seeds']} |")
+    return "\n".join(lines)
+
+
+def phi(tables) -> str:
+    rows = tables["phi"]
+    lines = ["| lr | method | mean Φ over every step of every run | runs |", "|---|---|---|---|"]
+    for lr in _lrs(rows):
+        for method in _methods(rows):
+            values = [r["value"] for r in rows if r["lr"] == lr and r["method"] == method]
+            lines.append(f"| {lr:g} | `{method}` | {float(np.mean(values)):.4f} | "
+                         f"{len({r['seed'] for r in rows if r['lr'] == lr and r['method'] == method})} |")
+    return "\n".join(lines)
+
+
+BLOCKS = {"design": design, "runs": runs, "accuracy": accuracy, "primary": primary, "auc": auc,
+          "per_tier": per_tier, "mechanism": mechanism, "phi": phi}
+
+
+def fill(page: str, tables: Mapping[str, list[dict]]) -> str:
+    """``page`` with every generated block rewritten from ``tables``; an unknown block name is an error."""
+    names = [m.group(2) for m in BLOCK.finditer(page)]
+    unknown = sorted(set(names) - set(BLOCKS))
+    if unknown:
+        raise ValueError(f"unknown generated block(s) {unknown}; known: {sorted(BLOCKS)}")
+    derived = _Derived(tables)
+    return BLOCK.sub(lambda m: f"{m.group(1)}{BLOCKS[m.group(2)](derived)}\n{m.group(4)}", page)
+
+
+class _Derived(dict):
+    """The tables, read on first use, and what several blocks compute from them (``comparisons``), computed once."""
+
+    def __init__(self, tables: Mapping[str, list[dict]]):
+        super().__init__()
+        self.tables = tables
+
+    def __missing__(self, name: str) -> list[dict]:
+        return self.tables[name]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m verl_hadw.research.does_it_help [CSV_DIR [PAGE]]``: rewrite the page's generated blocks."""
+    argv = sys.argv[1:] if argv is None else argv
+    folder = Path(argv[0]) if argv else Path("docs/study/trl")
+    page = Path(argv[1]) if len(argv) > 1 else Path("docs/does-it-help.md")
+    page.write_text(fill(page.read_text(), read_tables(folder)))
+    print(f"wrote {page} from {folder}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
