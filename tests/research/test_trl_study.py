@@ -100,10 +100,10 @@ def test_the_quick_study_runs_every_method_paired_by_seed_and_a_run_reproduces_b
     spec = json.loads((plan.run_dir("grpo_lr_phi", 1, 1e-2) / "spec.json").read_text())
     phi = np.mean([s["phi_mean"] for s in steps["hadw"]])
     assert spec["phi"] == pytest.approx(phi) and spec["lr"] == pytest.approx(1e-2 * phi)
-    for name in ("val_accuracy", "train_reward", "phi", "advantage_share"):
-        rows = trl_study.read_csv(out / f"{name}.csv")
+    for name, file in trl_study.TABLE_FILES.items():
+        rows = trl_study.read_csv(out / file)
         assert rows and set(rows[0]) == {"method", "seed", "lr", "step", "tier", "value"}
-    share = trl_study.read_csv(out / "advantage_share.csv")
+    share = trl_study.read_csv(out / "advantage_share.csv.gz")
     for method in trl_study.METHODS:  # each step's shares over the four tiers sum to 1
         for step in range(1, 5):
             total = sum(r["value"] for r in share if r["method"] == method and r["step"] == step)

@@ -29,21 +29,21 @@ from pathlib import Path
 
 import numpy as np
 
-from verl_hadw.research.trl_study import ALL, METHODS, TrlStudyPlan, read_csv
+from verl_hadw.research.trl_study import ALL, METHODS, TABLE_FILES, TrlStudyPlan, read_csv
 from verl_hadw.research.trl_study_stats import ALPHA, FAMILIES, comparisons_table, holm, paired, run_scores
 from verl_hadw.toy.task import TIERS
 
 __all__ = ["TABLES", "BLOCKS", "HARD_TIERS", "StudyTables", "read_tables", "fill", "main"]
 
-TABLES = ("val_accuracy", "train_reward", "phi", "advantage_share")
+TABLES = tuple(TABLE_FILES)
 HARD_TIERS = ("hard", "hardest")  # where the papers say the weight should move
 EARLY = 20  # the mechanism's early window: steps 1-20, before the methods' policies have drifted far apart
 BLOCK = re.compile(r"(<!-- generated: (\w+) -->\n)(.*?)(<!-- end: \2 -->)", re.S)
 
 
 class StudyTables(Mapping):
-    """The study's four tables in ``folder`` (``NAME.csv`` or ``NAME.csv.gz``), each read when a block first asks for
-    it (the advantage-mass table is large)."""
+    """The study's four tables in ``folder`` (``trl_study.TABLE_FILES``), each read when a block first asks for it
+    (the advantage-mass table is large)."""
 
     def __init__(self, folder: Path):
         self.folder, self._read = Path(folder), {}
@@ -52,8 +52,7 @@ class StudyTables(Mapping):
         if name not in TABLES:
             raise KeyError(name)
         if name not in self._read:
-            plain, packed = self.folder / f"{name}.csv", self.folder / f"{name}.csv.gz"
-            self._read[name] = read_csv(packed if packed.exists() else plain)
+            self._read[name] = read_csv(self.folder / TABLE_FILES[name])
         return self._read[name]
 
     def __iter__(self):

@@ -12,15 +12,16 @@ that the ``hadw`` runs of that learning rate measured, which asks whether HA-DW'
 The design (``TrlStudyPlan``'s defaults, fixed before the runs; ``docs/does-it-help.md`` states it): 48 seeds, two
 learning rates, 150 steps of 8 prompts × 8 completions, the held-out prompts of the toy task's four tiers validated
 every 10 steps. Outputs (``write_outputs``), each a CSV of rows ``method, seed, lr, step, tier, value``:
-``val_accuracy.csv`` (tier ``all``: the mean of the four), ``train_reward.csv`` and ``phi.csv`` (tier ``all``),
-``advantage_share.csv`` (each tier's share of the step's Σ|A|); then ``summary.md`` (``trl_study_stats``) and the
-curves.
+``val_accuracy.csv`` (tier ``all``: the mean of the four), ``train_reward.csv.gz`` and ``phi.csv.gz`` (tier ``all``),
+``advantage_share.csv.gz`` (each tier's share of the step's Σ|A|; the per-step tables gzipped, ``TABLE_FILES``);
+then ``summary.md`` (``trl_study_stats``) and the curves.
 """
 
 from __future__ import annotations
 
 import csv
 import gzip
+import io
 import json
 import os
 import subprocess
@@ -35,10 +36,13 @@ import numpy as np
 from verl_hadw.research.study import check_methods
 from verl_hadw.toy.task import TIERS
 
-__all__ = ["METHODS", "TrlStudyPlan", "quick_plan", "run_one", "run_study", "measured_phi", "load_tables",
-           "write_outputs", "ALL"]
+__all__ = ["METHODS", "TABLE_FILES", "TrlStudyPlan", "quick_plan", "run_one", "run_study", "measured_phi",
+           "load_tables", "write_outputs", "ALL"]
 
 METHODS = ("grpo", "hadw", "dgpo", "hadw_dgpo", "grpo_lr_phi")
+# the per-step tables are large (the advantage shares: 4 rows a step of each of 480 runs), so they are gzipped
+TABLE_FILES = {"val_accuracy": "val_accuracy.csv", "train_reward": "train_reward.csv.gz", "phi": "phi.csv.gz",
+               "advantage_share": "advantage_share.csv.gz"}
 ALL = "all"  # the tier column's value for the mean over the four tiers (accuracy) or the whole batch
 ORDER = ("hadw", "grpo", "grpo_lr_phi", "dgpo", "hadw_dgpo")  # a study cut short answers the first questions
 
@@ -174,11 +178,17 @@ def load_tables(plan: TrlStudyPlan) -> dict[str, list[dict]]:
 
 
 def write_csv(path: Path, rows: list[dict]) -> Path:
-    """``rows`` as a CSV with the columns ``method, seed, lr, step, tier, value``."""
-    with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=["method", "seed", "lr", "step", "tier", "value"])
-        writer.writeheader()
-        writer.writerows(rows)
+    """``rows`` as a CSV with the columns ``method, seed, lr, step, tier, value``; gzipped where the name ends in
+    ``.gz``, with no time stamp or name in the header, so the same rows give the same bytes."""
+    with open(path, "wb") as raw:
+        packed = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) if str(path).endswith(".gz") else None
+        with io.TextIOWrapper(packed or raw, encoding="utf-8", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=["method", "seed", "lr", "step", "tier", "value"])
+            writer.writeheader()
+            writer.writerows(rows)
+            f.flush()
+            if packed is not None:
+                packed.close()
     return path
 
 
@@ -194,7 +204,7 @@ def write_outputs(plan: TrlStudyPlan) -> list[Path]:
     from verl_hadw.research.trl_study_stats import plot_advantage_share, plot_curves, summary_markdown
 
     tables = load_tables(plan)
-    paths = [write_csv(plan.out / f"{name}.csv", rows) for name, rows in tables.items()]
+    paths = [write_csv(plan.out / TABLE_FILES[name], rows) for name, rows in tables.items()]
     (plan.out / "summary.md").write_text(summary_markdown(tables["val_accuracy"], tables["phi"]))
     paths.append(plan.out / "summary.md")
     paths.append(plot_curves(tables["val_accuracy"], plan.out / "curves.png"))
