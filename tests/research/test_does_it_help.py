@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -66,6 +67,16 @@ def test_every_block_reads_the_right_rows_of_made_up_runs():
     assert "| 0.003 | `grpo` | 0.400 ± 0.000 | 0.300 ± 0.000 | 0.200 ± 0.000 | 0.100 ± 0.000 |" in mechanism
     assert "| 0.003 | `hadw` | 1.2000 | 12 |" in page
     assert does_it_help.fill(page, made_up_tables()) == page  # filling is idempotent
+
+
+def test_a_study_cut_short_fills_every_block_with_the_runs_it_has():
+    tables = {name: [r for r in rows if not (r["method"] == "dgpo" and r["lr"] == 1e-3)]
+              for name, rows in made_up_tables().items()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no mean of nothing
+        page = does_it_help.fill(page_with_every_block(), tables)
+    assert "| 0.001 | 12 | 12 | 0 | 12 | 12 | 48 |" in page and "| 0.001 | `dgpo` |" not in page
+    assert "| 0.003 | `dgpo` | 12 |" in page
 
 
 def test_an_unknown_block_is_refused_naming_the_known_ones():

@@ -128,13 +128,16 @@ def accuracy(tables) -> str:
     for lr in _lrs(rows):
         for method in _methods(rows):
             per_tier = {t: run_scores(rows, method, lr, t) for t in (*TIERS, ALL)}
-            cells = [_ci([v["final"] for v in per_tier[t].values()]) for t in TIERS]
             finals = [v["final"] for v in per_tier[ALL].values()]
+            if not finals:  # no finished run of this method at this learning rate
+                continue
+            cells = [_ci([v["final"] for v in per_tier[t].values()]) for t in TIERS]
             aucs = [v["auc"] for v in per_tier[ALL].values()]
             lines.append(f"| {lr:g} | `{method}` | {len(finals)} | " + " | ".join(cells)
                          + f" | **{_ci(finals)}** | {_ci(aucs)} |")
-    start = [r["value"] for r in rows if r["step"] == 0 and r["tier"] == ALL]
-    return "\n".join(lines) + f"\n\nAt step 0 (the seeds' initial models, shared by every method): {_ci(start)}."
+    start = {r["seed"]: r["value"] for r in rows if r["step"] == 0 and r["tier"] == ALL}  # the same for every method
+    return "\n".join(lines) + (f"\n\nAt step 0 (each seed's initial model, shared by every method and learning rate; "
+                               f"{len(start)} seeds): {_ci(list(start.values()))}.")
 
 
 def _comparison_rows(tables, family: str) -> list[dict]:
@@ -211,6 +214,8 @@ def mechanism(tables) -> str:
     for lr in _lrs(rows):
         for method in _methods(rows):
             runs_ = [v for (l_, m, _), v in whole.items() if l_ == lr and m == method]
+            if not runs_:
+                continue
             lines.append(f"| {lr:g} | `{method}` | " + " | ".join(_ci([v[t] for v in runs_]) for t in TIERS) + " |")
     tests = []
     for window, shares in ((f"steps 1-{EARLY}", early), (f"steps 1-{last}", whole)):
