@@ -24,13 +24,24 @@ from __future__ import annotations
 import math
 import re
 import sys
+from collections import ChainMap
 from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 
-from verl_hadw.research.trl_study import ALL, METHODS, TABLE_FILES, TrlStudyPlan, read_csv
-from verl_hadw.research.trl_study_stats import ALPHA, FAMILIES, comparisons_table, holm, paired, run_scores
+from verl_hadw.research.trl_study import ALL, TABLE_FILES, TrlStudyPlan, read_csv
+from verl_hadw.research.trl_study_stats import (
+    ALPHA,
+    FAMILIES,
+    comparisons_table,
+    holm,
+    holm_mark,
+    lrs_in,
+    methods_in,
+    paired,
+    run_scores,
+)
 from verl_hadw.toy.task import TIERS
 
 __all__ = ["TABLES", "BLOCKS", "HARD_TIERS", "StudyTables", "read_tables", "fill", "main"]
@@ -65,14 +76,6 @@ class StudyTables(Mapping):
 def read_tables(folder: Path) -> StudyTables:
     """The study's tables in ``folder``, read as the blocks ask for them."""
     return StudyTables(folder)
-
-
-def _lrs(rows) -> list[float]:
-    return sorted({r["lr"] for r in rows}, reverse=True)
-
-
-def _methods(rows) -> list[str]:
-    return [m for m in METHODS if any(r["method"] == m for r in rows)]
 
 
 def _ci(values) -> str:
@@ -110,12 +113,12 @@ def design(tables) -> str:
 def runs(tables) -> str:
     rows = tables["val_accuracy"]
     last = max(r["step"] for r in rows)
-    lines = ["| lr | " + " | ".join(f"`{m}`" for m in _methods(rows)) + " | all |",
-             "|---|" + "---|" * (len(_methods(rows)) + 1)]
+    lines = ["| lr | " + " | ".join(f"`{m}`" for m in methods_in(rows)) + " | all |",
+             "|---|" + "---|" * (len(methods_in(rows)) + 1)]
     total = 0
-    for lr in _lrs(rows):
+    for lr in lrs_in(rows):
         counts = [len({r["seed"] for r in rows if r["lr"] == lr and r["method"] == m and r["step"] == last
-                       and r["tier"] == ALL}) for m in _methods(rows)]
+                       and r["tier"] == ALL}) for m in methods_in(rows)]
         total += sum(counts)
         lines.append(f"| {lr:g} | " + " | ".join(map(str, counts)) + f" | {sum(counts)} |")
     return "\n".join(lines) + f"\n\n{total} runs, each to step {last}."
@@ -125,8 +128,8 @@ def accuracy(tables) -> str:
     rows = tables["val_accuracy"]
     lines = ["| lr | method | seeds | " + " | ".join(TIERS) + " | **all** (primary) | AUC, all |",
              "|---|---|---|" + "---|" * (len(TIERS) + 2)]
-    for lr in _lrs(rows):
-        for method in _methods(rows):
+    for lr in lrs_in(rows):
+        for method in methods_in(rows):
             per_tier = {t: run_scores(rows, method, lr, t) for t in (*TIERS, ALL)}
             finals = [v["final"] for v in per_tier[ALL].values()]
             if not finals:  # no finished run of this method at this learning rate
@@ -141,15 +144,12 @@ def accuracy(tables) -> str:
 
 
 def _comparison_rows(tables, family: str) -> list[dict]:
-    if "comparisons" not in tables:
-        tables["comparisons"] = comparisons_table(tables["val_accuracy"])
     return [r for r in tables["comparisons"] if r["family"] == family]
 
 
 def _row(r: dict, resolves: bool) -> str:
-    mark = " **★**" if r["p_holm"] < ALPHA else ""
     cells = [f"{r['lr']:g}", f"`{r['first']}` − `{r['second']}`", f"{r['diff']:+.3f} ± {r['ci']:.3f}", _p(r["p_t"]),
-             _p(r["p_w"]), _p(r["p_holm"]) + mark, f"{r['ahead']}/{r['seeds']}"]
+             _p(r["p_w"]), _p(r["p_holm"]) + holm_mark(r["p_holm"]), f"{r['ahead']}/{r['seeds']}"]
     if resolves:
         cells.append(f"{r['resolves']:.3f}")
     return "| " + " | ".join(cells) + " |"
@@ -180,7 +180,7 @@ def per_tier(tables) -> str:
         a = area[key]
         cells = [f"{f['lr']:g}", f"`{f['first']}` − `{f['second']}`", f["tier"]]
         for r in (f, a):
-            cells += [f"{r['diff']:+.3f} ± {r['ci']:.3f}", _p(r["p_holm"]) + (" **★**" if r["p_holm"] < ALPHA else ""),
+            cells += [f"{r['diff']:+.3f} ± {r['ci']:.3f}", _p(r["p_holm"]) + holm_mark(r["p_holm"]),
                       f"{r['ahead']}/{r['seeds']}"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + (f"\n\nHolm's correction runs over each family's {len(final)} comparisons (final per "
@@ -211,16 +211,16 @@ def mechanism(tables) -> str:
     whole, early = _run_shares(rows, last), _run_shares(rows, EARLY)
     lines = [f"Each tier's share of the advantage mass Σ|A| (mean over steps 1-{last} of each run, then over seeds, "
              "± 95 %):", "", "| lr | method | " + " | ".join(TIERS) + " |", "|---|---|" + "---|" * len(TIERS)]
-    for lr in _lrs(rows):
-        for method in _methods(rows):
+    for lr in lrs_in(rows):
+        for method in methods_in(rows):
             runs_ = [v for (l_, m, _), v in whole.items() if l_ == lr and m == method]
             if not runs_:
                 continue
             lines.append(f"| {lr:g} | `{method}` | " + " | ".join(_ci([v[t] for v in runs_]) for t in TIERS) + " |")
     tests = []
     for window, shares in ((f"steps 1-{EARLY}", early), (f"steps 1-{last}", whole)):
-        for lr in _lrs(rows):
-            for method in _methods(rows):
+        for lr in lrs_in(rows):
+            for method in methods_in(rows):
                 if method == "grpo":
                     continue
                 result = paired(_hard_share(shares, lr, method), _hard_share(shares, lr, "grpo"))
@@ -233,23 +233,23 @@ def mechanism(tables) -> str:
               "| window | lr | comparison | difference (95 % CI) | p (t) | p (Holm) | seeds ahead |",
               "|---|---|---|---|---|---|---|"]
     for t in tests:
-        mark = " **★**" if t["p_holm"] < ALPHA else ""
         lines.append(f"| {t['window']} | {t['lr']:g} | `{t['method']}` − `grpo` | {t['diff']:+.3f} ± {t['ci']:.3f} "
-                     f"| {_p(t['p_t'])} | {_p(t['p_holm'])}{mark} | {t['ahead']}/{t['seeds']} |")
+                     f"| {_p(t['p_t'])} | {_p(t['p_holm'])}{holm_mark(t['p_holm'])} | {t['ahead']}/{t['seeds']} |")
     return "\n".join(lines)
 
 
 def phi(tables) -> str:
     rows = tables["phi"]
     lines = ["| lr | method | mean Φ over every step of every run | runs |", "|---|---|---|---|"]
-    for lr in _lrs(rows):
-        for method in _methods(rows):
-            values = [r["value"] for r in rows if r["lr"] == lr and r["method"] == method]
-            lines.append(f"| {lr:g} | `{method}` | {float(np.mean(values)):.4f} | "
-                         f"{len({r['seed'] for r in rows if r['lr'] == lr and r['method'] == method})} |")
+    for lr in lrs_in(rows):
+        for method in methods_in(rows):
+            mine = [r for r in rows if r["lr"] == lr and r["method"] == method]
+            lines.append(f"| {lr:g} | `{method}` | {float(np.mean([r['value'] for r in mine])):.4f} | "
+                         f"{len({r['seed'] for r in mine})} |")
     return "\n".join(lines)
 
 
+COMPARED = {"primary", "auc", "per_tier"}  # the blocks that read the comparisons
 BLOCKS = {"design": design, "runs": runs, "accuracy": accuracy, "primary": primary, "auc": auc,
           "per_tier": per_tier, "mechanism": mechanism, "phi": phi}
 
@@ -260,19 +260,9 @@ def fill(page: str, tables: Mapping[str, list[dict]]) -> str:
     unknown = sorted(set(names) - set(BLOCKS))
     if unknown:
         raise ValueError(f"unknown generated block(s) {unknown}; known: {sorted(BLOCKS)}")
-    derived = _Derived(tables)
-    return BLOCK.sub(lambda m: f"{m.group(1)}{BLOCKS[m.group(2)](derived)}\n{m.group(4)}", page)
-
-
-class _Derived(dict):
-    """The tables, read on first use, and what several blocks compute from them (``comparisons``), computed once."""
-
-    def __init__(self, tables: Mapping[str, list[dict]]):
-        super().__init__()
-        self.tables = tables
-
-    def __missing__(self, name: str) -> list[dict]:
-        return self.tables[name]
+    # the comparisons, which three blocks read, computed once and only for a page that shows them
+    derived = {"comparisons": comparisons_table(tables["val_accuracy"])} if set(names) & COMPARED else {}
+    return BLOCK.sub(lambda m: f"{m.group(1)}{BLOCKS[m.group(2)](ChainMap(derived, tables))}\n{m.group(4)}", page)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,16 +34,16 @@ from pathlib import Path
 import numpy as np
 
 from verl_hadw.research.study import check_methods
+from verl_hadw.research.study_stats import ALL  # the tier column's value for all four tiers (accuracy) or the batch
+from verl_hadw.research.trl_study_stats import METHODS, plot_advantage_share, plot_curves, summary_markdown
 from verl_hadw.toy.task import TIERS
 
 __all__ = ["METHODS", "TABLE_FILES", "TrlStudyPlan", "quick_plan", "run_one", "run_study", "measured_phi",
            "load_tables", "write_outputs", "ALL"]
 
-METHODS = ("grpo", "hadw", "dgpo", "hadw_dgpo", "grpo_lr_phi")
 # the per-step tables are large (the advantage shares: 4 rows a step of each of 480 runs), so they are gzipped
 TABLE_FILES = {"val_accuracy": "val_accuracy.csv", "train_reward": "train_reward.csv.gz", "phi": "phi.csv.gz",
                "advantage_share": "advantage_share.csv.gz"}
-ALL = "all"  # the tier column's value for the mean over the four tiers (accuracy) or the whole batch
 ORDER = ("hadw", "grpo", "grpo_lr_phi", "dgpo", "hadw_dgpo")  # a study cut short answers the first questions
 
 
@@ -201,8 +201,6 @@ def read_csv(path: Path) -> list[dict]:
 
 def write_outputs(plan: TrlStudyPlan) -> list[Path]:
     """The four CSVs, ``summary.md`` and the plots, from the finished runs, into ``plan.out``."""
-    from verl_hadw.research.trl_study_stats import plot_advantage_share, plot_curves, summary_markdown
-
     tables = load_tables(plan)
     paths = [write_csv(plan.out / TABLE_FILES[name], rows) for name, rows in tables.items()]
     (plan.out / "summary.md").write_text(summary_markdown(tables["val_accuracy"], tables["phi"]))

@@ -18,12 +18,14 @@ from pathlib import Path
 
 import numpy as np
 
+from verl_hadw.research.study_stats import ALL
 from verl_hadw.toy.task import TIERS
 
-__all__ = ["COMPARISONS", "FAMILIES", "run_scores", "paired", "holm", "smallest_difference", "comparisons_table",
-           "summary_markdown", "plot_curves", "plot_advantage_share"]
+__all__ = ["METHODS", "COMPARISONS", "FAMILIES", "ALPHA", "run_scores", "paired", "holm", "smallest_difference",
+           "comparisons_table", "lrs_in", "methods_in", "holm_mark", "summary_markdown", "plot_curves",
+           "plot_advantage_share"]
 
-ALL = "all"
+METHODS = ("grpo", "hadw", "dgpo", "hadw_dgpo", "grpo_lr_phi")  # the study's methods, in its tables' order
 COMPARISONS = (("hadw", "grpo"), ("dgpo", "grpo"), ("hadw_dgpo", "grpo"), ("grpo_lr_phi", "grpo"),
                ("hadw", "grpo_lr_phi"))
 FAMILIES = {  # family -> (score, tiers): Holm's correction runs within each
@@ -33,6 +35,22 @@ FAMILIES = {  # family -> (score, tiers): Holm's correction runs within each
     "auc per tier": ("auc", TIERS),
 }
 ALPHA, POWER = 0.05, 0.8
+
+
+def lrs_in(rows: list[dict]) -> list[float]:
+    """The learning rates in ``rows``, largest first (the order of every table and plot)."""
+    return sorted({r["lr"] for r in rows}, reverse=True)
+
+
+def methods_in(rows: list[dict]) -> list[str]:
+    """The methods in ``rows``, in ``METHODS``' order."""
+    present = {r["method"] for r in rows}
+    return [m for m in METHODS if m in present]
+
+
+def holm_mark(p_holm: float, mark: str = " **★**") -> str:
+    """``mark`` where a Holm-corrected p is below ``ALPHA``, else nothing."""
+    return mark if p_holm < ALPHA else ""
 
 
 def run_scores(rows: list[dict], method: str, lr: float, tier: str) -> dict[int, dict[str, float]]:
@@ -92,8 +110,7 @@ def smallest_difference(sd: float, seeds: int, tests: int, alpha: float = ALPHA,
 def comparisons_table(rows: list[dict]) -> list[dict]:
     """Every comparison at every learning rate on every score and tier, with Holm's adjusted p (t-test) within each
     family (``FAMILIES``) and, for the primary family, the smallest difference the design resolves."""
-    lrs = sorted({r["lr"] for r in rows}, reverse=True)
-    methods = {r["method"] for r in rows}
+    lrs, methods = lrs_in(rows), methods_in(rows)
     out = []
     for family, (score, tiers) in FAMILIES.items():
         members = []
@@ -120,7 +137,7 @@ def _means(rows: list[dict], lr: float, tier: str, score: str) -> dict[str, tupl
     from verl_hadw.research.study_stats import t_interval
 
     out = {}
-    for method in sorted({r["method"] for r in rows}):
+    for method in methods_in(rows):
         values = [v[score] for v in run_scores(rows, method, lr, tier).values()]
         if values:
             out[method] = (*t_interval(values), len(values))
@@ -132,7 +149,7 @@ def summary_markdown(val_rows: list[dict], phi_rows: list[dict]) -> str:
     primary family first), then the measured Φ."""
     lines = ["| lr | method | seeds | final held-out acc, all tiers (95 % CI) | AUC, all tiers (95 % CI) |",
              "|---|---|---|---|---|"]
-    for lr in sorted({r["lr"] for r in val_rows}, reverse=True):
+    for lr in lrs_in(val_rows):
         finals, aucs = _means(val_rows, lr, ALL, "final"), _means(val_rows, lr, ALL, "auc")
         for method, (mean, half, n) in finals.items():
             auc, auc_half, _ = aucs[method]
@@ -144,12 +161,12 @@ def summary_markdown(val_rows: list[dict], phi_rows: list[dict]) -> str:
               "| family | lr | comparison | score | tier | diff (95 % CI) | p (t) | p (Wilcoxon) | p (Holm) | ahead "
               "| resolves |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in comparisons_table(val_rows):
-        mark = " *" if r["p_holm"] < ALPHA else ""
         resolves = "" if math.isnan(r["resolves"]) else f"{r['resolves']:.3f}"
+        mark = holm_mark(r["p_holm"], " *")
         lines.append(f"| {r['family']} | {r['lr']:g} | {r['first']} − {r['second']} | {r['score']} | {r['tier']} "
                      f"| {r['diff']:+.3f} ± {r['ci']:.3f} | {r['p_t']:.3g} | {r['p_w']:.3g} | {r['p_holm']:.3g}{mark} "
                      f"| {r['ahead']}/{r['seeds']} | {resolves} |")
-    for lr in sorted({r["lr"] for r in phi_rows}, reverse=True):
+    for lr in lrs_in(phi_rows):
         values = [r["value"] for r in phi_rows if r["lr"] == lr and r["method"] == "hadw"]
         if values:
             lines += ["", f"Mean Φ of the hadw runs at lr {lr:g} (grpo_lr_phi's learning-rate factor): "
@@ -167,10 +184,6 @@ def _curve(rows, method, tier, lr):
     return np.array(steps), np.array([m for m, _ in stats_]), np.nan_to_num(np.array([h for _, h in stats_]))
 
 
-def _methods_in(rows: list[dict]) -> list[str]:
-    return [m for m in ("grpo", "hadw", "dgpo", "hadw_dgpo", "grpo_lr_phi") if any(r["method"] == m for r in rows)]
-
-
 def _band_grid(rows: list[dict], path: Path, panels, lines, pick, title, ylabel: str, sharey: bool,
                marker: str | None) -> Path:
     """A row of panels per learning rate; in each, one line per entry of ``lines``: the mean over seeds with its
@@ -178,7 +191,7 @@ def _band_grid(rows: list[dict], path: Path, panels, lines, pick, title, ylabel:
     from verl_hadw.plotting import pyplot, save_figure
 
     plt = pyplot()
-    lrs = sorted({r["lr"] for r in rows}, reverse=True) or [0.0]
+    lrs = lrs_in(rows) or [0.0]
     columns = max(len(panels), 1)
     fig, axes = plt.subplots(len(lrs), columns, figsize=(3.2 * columns, 2.9 * len(lrs)), squeeze=False, sharex=True,
                              sharey=sharey)
@@ -201,12 +214,12 @@ def _band_grid(rows: list[dict], path: Path, panels, lines, pick, title, ylabel:
 def plot_curves(val_rows: list[dict], path: Path) -> Path:
     """Held-out accuracy over training, mean over seeds with its 95 % t-interval band: a row per learning rate, a
     panel per tier (and all), a line per method."""
-    return _band_grid(val_rows, path, (*TIERS, ALL), _methods_in(val_rows), lambda tier, method: (method, tier),
+    return _band_grid(val_rows, path, (*TIERS, ALL), methods_in(val_rows), lambda tier, method: (method, tier),
                       lambda tier, lr: f"lr {lr:g}, tier: {tier}", "held-out accuracy", sharey=False, marker=".")
 
 
 def plot_advantage_share(share_rows: list[dict], path: Path) -> Path:
     """Each tier's share of the advantage mass Σ|A| over training, mean over seeds with its 95 % band: a row per
     learning rate, a panel per method, a line per tier."""
-    return _band_grid(share_rows, path, _methods_in(share_rows), TIERS, lambda method, tier: (method, tier),
+    return _band_grid(share_rows, path, methods_in(share_rows), TIERS, lambda method, tier: (method, tier),
                       lambda method, lr: f"{method}, lr {lr:g}", "share of Σ|A|", sharey=True, marker=None)
