@@ -4,6 +4,7 @@ reads the right rows (on made-up runs with a known effect); the study's gzipped 
 from __future__ import annotations
 
 import gzip
+import re
 import time
 import warnings
 from pathlib import Path
@@ -90,6 +91,16 @@ def test_the_committed_page_is_what_its_csvs_give():
     assert does_it_help.fill(page, does_it_help.read_tables(CSVS)) == page
     edited = page.replace("| seeds per method and learning rate | 48", "| seeds per method and learning rate | 47")
     assert edited != page and does_it_help.fill(edited, does_it_help.read_tables(CSVS)) == page
+
+
+def test_every_interval_the_page_quotes_in_its_prose_is_one_of_its_generated_tables():
+    page = PAGE.read_text()
+    generated = "".join(m.group(3) for m in does_it_help.BLOCK.finditer(page))
+    prose = does_it_help.BLOCK.sub("", page).replace("−", "-")  # the prose writes a minus sign, the tables a hyphen
+    quoted = re.findall(r"[+-]?\d\.\d{3} ± \d\.\d{3}", prose)
+    assert len(quoted) >= 5  # "In short" quotes the primary table
+    missing = [q for q in quoted if q not in generated]
+    assert missing == [], f"the prose quotes intervals that no generated table holds (stale?): {missing}"
 
 
 def test_a_gzipped_table_reads_back_as_written_and_the_same_rows_give_the_same_bytes(tmp_path):
