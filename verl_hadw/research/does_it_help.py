@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from verl_hadw.research.study_stats import t_interval
 from verl_hadw.research.trl_study import ALL, TABLE_FILES, TrlStudyPlan, read_csv
 from verl_hadw.research.trl_study_stats import (
     ALPHA,
@@ -79,8 +80,6 @@ def read_tables(folder: Path) -> StudyTables:
 
 
 def _ci(values) -> str:
-    from verl_hadw.research.study_stats import t_interval
-
     mean, half = t_interval(values)
     return f"{mean:.3f}" if math.isnan(half) else f"{mean:.3f} ± {half:.3f}"
 
@@ -112,13 +111,12 @@ def design(tables) -> str:
 
 def runs(tables) -> str:
     rows = tables["val_accuracy"]
-    last = max(r["step"] for r in rows)
-    lines = ["| lr | " + " | ".join(f"`{m}`" for m in methods_in(rows)) + " | all |",
-             "|---|" + "---|" * (len(methods_in(rows)) + 1)]
+    last, methods = max(r["step"] for r in rows), methods_in(rows)
+    lines = ["| lr | " + " | ".join(f"`{m}`" for m in methods) + " | all |", "|---|" + "---|" * (len(methods) + 1)]
     total = 0
     for lr in lrs_in(rows):
         counts = [len({r["seed"] for r in rows if r["lr"] == lr and r["method"] == m and r["step"] == last
-                       and r["tier"] == ALL}) for m in methods_in(rows)]
+                       and r["tier"] == ALL}) for m in methods]
         total += sum(counts)
         lines.append(f"| {lr:g} | " + " | ".join(map(str, counts)) + f" | {sum(counts)} |")
     return "\n".join(lines) + f"\n\n{total} runs, each to step {last}."

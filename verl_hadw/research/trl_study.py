@@ -181,14 +181,11 @@ def write_csv(path: Path, rows: list[dict]) -> Path:
     """``rows`` as a CSV with the columns ``method, seed, lr, step, tier, value``; gzipped where the name ends in
     ``.gz``, with no time stamp or name in the header, so the same rows give the same bytes."""
     with open(path, "wb") as raw:
-        packed = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) if str(path).endswith(".gz") else None
-        with io.TextIOWrapper(packed or raw, encoding="utf-8", newline="") as f:
+        binary = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) if str(path).endswith(".gz") else raw
+        with io.TextIOWrapper(binary, encoding="utf-8", newline="") as f:  # its close closes (and ends) the gzip
             writer = csv.DictWriter(f, fieldnames=["method", "seed", "lr", "step", "tier", "value"])
             writer.writeheader()
             writer.writerows(rows)
-            f.flush()
-            if packed is not None:
-                packed.close()
     return path
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from verl_hadw.research.study_stats import ALL
+from verl_hadw.research.study_stats import ALL, t_interval
 from verl_hadw.toy.task import TIERS
 
 __all__ = ["METHODS", "COMPARISONS", "FAMILIES", "ALPHA", "run_scores", "paired", "holm", "smallest_difference",
@@ -134,8 +134,6 @@ def comparisons_table(rows: list[dict]) -> list[dict]:
 
 
 def _means(rows: list[dict], lr: float, tier: str, score: str) -> dict[str, tuple[float, float, int]]:
-    from verl_hadw.research.study_stats import t_interval
-
     out = {}
     for method in methods_in(rows):
         values = [v[score] for v in run_scores(rows, method, lr, tier).values()]
@@ -176,8 +174,6 @@ def summary_markdown(val_rows: list[dict], phi_rows: list[dict]) -> str:
 
 def _curve(rows, method, tier, lr):
     """(steps, mean over seeds, 95 % t half-width) of ``method``'s rows of ``tier`` at learning rate ``lr``."""
-    from verl_hadw.research.study_stats import t_interval
-
     mine = [r for r in rows if r["method"] == method and r["lr"] == lr and r["tier"] == tier]
     steps = sorted({r["step"] for r in mine})
     stats_ = [t_interval([r["value"] for r in mine if r["step"] == s]) for s in steps]
