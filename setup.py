@@ -52,7 +52,7 @@ EXTRAS = {
         "uv",
     ],  # pytest-xdist: the quick loop on both cores (-n 2); build, twine: wheel and sdist checks; psutil: RSS;
     # ruff: lint; mkdocs: the docs build (anchors need 1.6);
-    # uv: the ms-swift cells lay their base environments (ms-swift first) from its cache in seconds
+    # uv: the ms-swift environments lay their base environments (ms-swift first) from its cache in seconds
     # GPU-only, never installed on CPU machines: verl's own pins (vllm 0.24.0, torch 2.11.0, transformers 5.9.0,
     # its flash-attn build) through its extras.
     "gpu": [f"verl[vllm,fsdp]=={META['VERL_VERSION']}", *VERL_EXTRA[1:]],

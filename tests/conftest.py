@@ -8,18 +8,18 @@ from pathlib import Path
 
 import pytest
 
-# The tests' machinery (helpers, fixtures, stand-ins, the cells' scripts) is tests/machinery/, imported by name
-# (``from helpers import ...``): on sys.path before anything imports it, in every process that loads this conftest
-# (the session, its child pytest, the framework cells' pytest). tests/ has no __init__.py (tests/README.md).
-sys.path.insert(0, str(Path(__file__).resolve().parent / "machinery"))
+# The tests' helpers (fixtures, stand-ins, the environments' scripts) is tests/helpers/, imported by name
+# (``from batches import ...``): on sys.path before anything imports it, in every process that loads this conftest
+# (the session, its child pytest, the framework environments' pytest). tests/ has no __init__.py (tests/README.md).
+sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
 
-from repo_paths import MACHINERY, TESTS  # noqa: E402
+from repo_paths import HELPERS, TESTS  # noqa: E402
 
 pytest_plugins = ["own_process"]  # tests that start a Ray driver run in a child pytest
 
 # The ms-swift adapter's tests need ms-swift, which pins trl<1.0 and so never shares this environment (TRL 1.x): they
-# run in the cells' own environments (tests/machinery/swift_install_cell.py), not here; the cells' reader does.
-SWIFT_READER = "test_swift_cell.py"
+# run in their own virtualenvs (tests/helpers/swift_environment.py), not here; the environments' reader does.
+SWIFT_READER = "test_swift_environment.py"
 collect_ignore = [] if importlib.util.find_spec("swift") else [
     str(p.relative_to(TESTS)) for p in sorted((TESTS / "swift_adapter").glob("test_*.py")) if p.name != SWIFT_READER]
 
@@ -36,7 +36,7 @@ def pytest_configure(config):
 @pytest.fixture(autouse=True)
 def _fresh_process_state():
     """Each test starts as a fresh process: no anchors, no buffered metrics, verl's step unset. Without verl (the
-    TRL cell's environment, tests/machinery/trl_install_cell.py) verl's adapter cannot be imported, so it holds
+    the TRL environment, tests/helpers/trl_environment.py) verl's adapter cannot be imported, so it holds
     nothing."""
     if importlib.util.find_spec("verl") is None:
         yield
@@ -57,11 +57,11 @@ def launches_of(items) -> list[str]:
     names = []
     for item in items:
         for marker in item.iter_markers("e2e"):
-            from e2e_runs import LAUNCHES  # verl's: only where a test reads a launch (the TRL cell has no verl)
+            from e2e_runs import LAUNCHES  # verl's: only where a test reads a launch (the TRL environment has no verl)
 
             unknown = [n for n in marker.args if n not in LAUNCHES]
             if unknown:
-                raise pytest.UsageError(f"{item.nodeid}: unknown e2e launch {unknown}; see tests/machinery/e2e_runs.py")
+                raise pytest.UsageError(f"{item.nodeid}: unknown e2e launch {unknown}; see tests/helpers/e2e_runs.py")
             names += [n for n in marker.args if n not in names]
     return names
 
@@ -78,7 +78,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 class Stage:
-    """The launches' stage (tests/machinery/e2e_stage.py), a process of its own; ``result(name)`` waits for a
+    """The launches' stage (tests/helpers/e2e_stage.py), a process of its own; ``result(name)`` waits for a
     launch's record and gives what the tests read (``e2e_runs.load``). A launch that failed fails its readers with its
     log tail."""
 
@@ -125,7 +125,7 @@ class Stage:
 @pytest.fixture(scope="session", autouse=True)
 def _e2e_stage(request, tmp_path_factory):
     """Starts the selected tests' launches at the session's first test, in the stage's own process
-    (tests/machinery/e2e_stage.py). ``VERL_HADW_E2E_DIR`` reuses the records a stage left in that folder and runs the
+    (tests/helpers/e2e_stage.py). ``VERL_HADW_E2E_DIR`` reuses the records a stage left in that folder and runs the
     rest."""
     names = launches_of(request.session.items)  # the tests that will run, after -m / -k
     if not names:
@@ -141,7 +141,7 @@ def _e2e_stage(request, tmp_path_factory):
     todo = [n for n in every if reuse is None or read_record(root, n) is None]
     proc = None
     if todo:
-        cmd = [sys.executable, str(MACHINERY / "e2e_stage.py"), "--root", str(root),
+        cmd = [sys.executable, str(HELPERS / "e2e_stage.py"), "--root", str(root),
                "--workers", str(workers_from_env()), *todo]
         with open(root / "stage.log", "a") as log:
             proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)

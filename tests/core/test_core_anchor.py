@@ -2,7 +2,7 @@
 against a reference written straight from docs/equations.md, the calls of one step, serialisation, the modes and
 the eta_min floor.
 
-Imports only ``verl_hadw.core``, pytest and the standard library, so the cells without verl (TRL, ms-swift) check
+Imports only ``verl_hadw.core``, pytest and the standard library, so the environments without verl (TRL, ms-swift) check
 the anchor too.
 """
 

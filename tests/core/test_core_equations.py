@@ -1,5 +1,5 @@
-"""The core's equations with no framework (only ``verl_hadw.core``, torch, numpy: the TRL and ms-swift cells run it):
-``core.groups.prepare_batch`` + ``core.advantages`` against float64 references written straight from
+"""The core's equations with no framework (only ``verl_hadw.core``, torch, numpy: the TRL and ms-swift environments
+run it): ``core.groups.prepare_batch`` + ``core.advantages`` against float64 references written straight from
 docs/equations.md (GRPO / Dr.GRPO, DGPO Eqs. 3-6, HA-DW Eqs. 7 and 13-16), one group at a time."""
 
 import copy

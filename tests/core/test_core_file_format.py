@@ -2,7 +2,7 @@
 ``core.anchor.compatibility`` (meaning refused, tuning warned) and ``core.anchor.resume.continue_under``, in the words
 of a ``core.terms.Terms`` built here.
 
-Imports only ``verl_hadw.core``, pytest and the standard library, so the cells without verl (TRL, ms-swift) check
+Imports only ``verl_hadw.core``, pytest and the standard library, so the environments without verl (TRL, ms-swift) check
 the format every adapter shares.
 """
 

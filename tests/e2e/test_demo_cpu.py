@@ -1,7 +1,7 @@
 """The CPU demo learns: ``scripts/demo_cpu.sh``'s run (``verl_hadw.toy.launch --demo``: configs/cpu/demo.yaml,
 default data.seed) through verl's real ``main_ppo``, read from its console log; it writes its PNG and its
 checkpoints, and its sampling draws afresh at every step. The run is the session's ``demo`` launch
-(tests/machinery/e2e_runs.py), which test_e2e_cpu.py also reads."""
+(tests/helpers/e2e_runs.py), which test_e2e_cpu.py also reads."""
 
 import pytest
 

@@ -262,7 +262,7 @@ def test_v1_hadw(e2e):
 @pytest.mark.e2e("colocate_dgpo")
 def test_v1_dgpo(e2e):
     """DGPO alone through the v1 trainer (``algorithm.adv_estimator=dgpo``, the ``colocate_dgpo`` launch,
-    tests/machinery/e2e_runs.py): its metrics on each step, no HA-DW metric, and the callback records the estimator in
+    tests/helpers/e2e_runs.py): its metrics on each step, no HA-DW metric, and the callback records the estimator in
     each checkpoint (a resume under hadw is refused). HA-DW over DGPO: the smoke launch (test_e2e_modes.py)."""
     run = e2e.result("colocate_dgpo")
     assert_step_lines(run.steps, HALF, DGPO_METRICS)

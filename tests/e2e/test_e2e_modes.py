@@ -1,6 +1,6 @@
 """End to end: verl's v1 async trainer modes and DAPO's dynamic sampling through the real ``main_ppo`` on CPU.
 
-``separate_async`` rides on the GPU smoke script's CPU run (the session's ``smoke`` launch, tests/machinery/e2e_runs.py:
+``separate_async`` rides on the GPU smoke script's CPU run (the session's ``smoke`` launch, tests/helpers/e2e_runs.py:
 HA-DW over DGPO, steps 1-2 saved at 2, then resumed to 3); ``colocate_async`` on ``colocate_dgpo`` (DGPO alone, 2
 steps); ``refused`` is one start with two start-up problems. Each is what ``bash scripts/demo_cpu.sh
 trainer.v1.trainer_mode=<mode>`` runs (``verl_hadw.toy.launch`` adds what the mode needs, ``verl_hadw.toy.modes``),
@@ -124,7 +124,7 @@ def test_separate_async_resume_continues_the_anchor(e2e):
 @pytest.mark.slow
 @pytest.mark.e2e("smoke")
 def test_separate_async_dgpo(e2e):
-    """The smoke runs train HA-DW over DGPO (tests/machinery/e2e_runs.py's ASYNC_BASE): DGPO's metrics on every step,
+    """The smoke runs train HA-DW over DGPO (tests/helpers/e2e_runs.py's ASYNC_BASE): DGPO's metrics on every step,
     and the K calls of a separate_async step add up, every group of the step counted once. DGPO alone files its K calls
     under the same trainer step (``steps.stateless_step``: test_verl_integration.py's
     test_dgpo_alone_files_the_k_calls_of_a_trainer_step_under_that_step) and logs no HA-DW metric (the

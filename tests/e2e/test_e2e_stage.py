@@ -1,7 +1,7 @@
-"""The launches' stage (tests/machinery/e2e_stage.py) on stand-in launches: what runs when, the records the tests read,
+"""The launches' stage (tests/helpers/e2e_stage.py) on stand-in launches: what runs when, the records the tests read,
 and a failure reaching its readers with its log tail (conftest.py's ``Stage``).
 
-The real launches are verl's ``main_ppo`` (tests/machinery/e2e_runs.py); these stand-ins sleep, so the scheduling is
+The real launches are verl's ``main_ppo`` (tests/helpers/e2e_runs.py); these stand-ins sleep, so the scheduling is
 seen alone.
 """
 

@@ -41,7 +41,7 @@ def _env(tmp_path, **extra):
 @pytest.mark.e2e("smoke")
 def test_script_on_cpu_toy_run_passes_every_check(e2e):
     """``bash scripts/gpu_smoke.sh demo --cpu trainer.v1.trainer_mode=separate_async +algorithm.hadw.base=dgpo ...``
-    (the session's ``smoke`` launch, tests/machinery/e2e_runs.py): two real main_ppo runs (2 steps, saved; resumed to
+    (the session's ``smoke`` launch, tests/helpers/e2e_runs.py): two real main_ppo runs (2 steps, saved; resumed to
     3), then the verdict: every check passes, the anchor's (its file in each checkpoint, step 3's prior continuing the
     anchor saved at step 2) and DGPO's metrics included. On the demo's 15 + 3 steps: the next test."""
     run = e2e.result("smoke")

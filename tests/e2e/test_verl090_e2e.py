@@ -1,13 +1,13 @@
 """verl 0.9.0's real ``main_ppo`` (v1 trainer, CPU): the anchor saved and restored without a checkpoint callback,
 and verl's ``gdpo`` slip stopped by the shipped YAMLs' Hydra start-up check before Ray starts (without that check,
-at the first advantage: tests/machinery/by_hand_e2e.py).
+at the first advantage: tests/helpers/by_hand_e2e.py).
 
 verl 0.9.0 has no ``trainer.checkpoint_callback_class`` (verl 0.9.1 added it): the demo config names the callback
 anyway, verl ignores it, and the estimator saves the anchor as per-step snapshots (``legacy_snapshots``). A run
 resumed from a copy of the 3-step run's step-2 checkpoint (and snapshot) must log step 3's metrics bit for bit.
 
 The launches run verl 0.9.0's wheel on ``PYTHONPATH`` ahead of the test venv's verl 0.9.1 (``e2e_runs.verl090``:
-the two versions declare the same requirements, ``pip check`` confirms them met): CI's verl 0.9.0 cell, rebuilt
+the two versions declare the same requirements, ``pip check`` confirms them met): CI's verl 0.9.0 environment, rebuilt
 by every stage.
 """
 
@@ -62,7 +62,7 @@ def test_the_hydra_start_up_check_stops_the_slip_before_ray_on_verl_0_9_0(e2e):
 
 @pytest.mark.e2e("v090_adapter_tests")
 def test_the_verl_adapters_own_tests_pass_on_verl_0_9_0(e2e):
-    """The matrix's verl 0.9.0 cell runs the verl adapter's own tests too (``VERL_ADAPTER_TESTS``), not only the
+    """The matrix's verl 0.9.0 environment runs the verl adapter's own tests too (``VERL_ADAPTER_TESTS``), not only the
     launches: every file passes there, but the tests of verl 0.9.1's checkpoint hook."""
     run = e2e.result("v090_adapter_tests")
     assert run.output.startswith("[v090 adapter tests] verl 0.9.0\n"), run.output[:2000]

@@ -1,6 +1,7 @@
 """What the HF-Trainer-based adapters share, without their frameworks: the words (``Spelling``, ``hf_terms``), the
 adapter's own fields (``add_adapter_fields``, ``check_accuracy_index``), the loss-type check (``LossTypes``) and the
-version read (``versions``). Runs in the main environment and in every HF framework's cell (transformers only)."""
+version read (``versions``). Runs in the main environment and in every HF framework's environment (transformers
+only)."""
 
 import dataclasses
 from dataclasses import dataclass

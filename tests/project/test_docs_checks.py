@@ -254,7 +254,7 @@ def check_swift(args: list[str]) -> None:
     one the adapter declares (swift's own flags are swift's to check: it is not installed here)."""
     from verl_hadw.core.option_fields import ADAPTER_FIELDS, declared_fields
 
-    if args == ["--help"]:  # verl-hadw-swift --help: says what runs (tests/swift_adapter, the cells)
+    if args == ["--help"]:  # verl-hadw-swift --help: says what runs (tests/swift_adapter, the environments)
         return
     assert args and args[0] == "rlhf", f"swift {args[:1]}: the adapter routes rlhf only"
     ours = {f"--{name}" for name in [*declared_fields(), *ADAPTER_FIELDS]}

@@ -2,7 +2,7 @@
 test files and test names (`tests/e2e/test_e2e_cpu.py`, `test_anchor_actor.py::test_...`, `::test_...…` after a file,
 a bare `test_name`), and the links of README.md and CONTRIBUTING.md (files and anchors; the docs pages' own links
 are checked by `mkdocs build --strict`, tests/project/test_docs_build.py). Test names are read with ast, not by
-pytest. A test file cited with its folder (`tests/<room>/test_x.py`) must be there; cited alone (`test_x.py`), in
+pytest. A test file cited with its folder (`tests/<package>/test_x.py`) must be there; cited alone (`test_x.py`), in
 any folder of tests/ (test file names are unique there)."""
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def names_in(path: Path) -> frozenset[str]:
 
 @lru_cache(maxsize=None)
 def python_files() -> tuple[Path, ...]:
-    """Every Python file of tests/: each room's folder, the ms-swift adapter's too, and the machinery."""
+    """Every Python file of tests/: each package's folder, the ms-swift adapter's too, and the helpers."""
     return tuple(sorted((ROOT / "tests").rglob("*.py")))
 
 

@@ -242,7 +242,7 @@ def test_gpu_install_set_resolves(e2e):
     """pip's resolver (a real `pip install --dry-run --report` in a fresh virtualenv, PyPI metadata only: no
     CUDA wheel is downloaded) accepts the whole pinned set, with flash-attn as the script installs it (step 2,
     before the rest). Prints the versions it picks. It waits on pip most of its time, so the session's stage runs
-    it beside the other tests (the ``gpu_resolve`` launch, tests/machinery/e2e_runs.py)."""
+    it beside the other tests (the ``gpu_resolve`` launch, tests/helpers/e2e_runs.py)."""
     run = e2e.result("gpu_resolve")
     assert run.code == 0, run.output[-6000:]
     out = run.output
@@ -261,7 +261,7 @@ assert eps[("verl.plugins", "verl_hadw")] == "verl_hadw.verl_adapter.entry_point
 assert eps[("console_scripts", "verl-hadw")] == "verl_hadw.cli:main", eps
 assert eps[("console_scripts", "verl-hadw-swift")] == "verl_hadw.swift_adapter.cli:main", eps
 for e in dist.entry_points:
-    if e.name != "verl-hadw-swift":  # needs ms-swift: loaded by the ms-swift cells (tests/swift_adapter)
+    if e.name != "verl-hadw-swift":  # needs ms-swift: loaded by the ms-swift environments (tests/swift_adapter)
         assert e.load() is not None, e
 import verl_hadw_configs
 configs = pathlib.Path(list(verl_hadw_configs.__path__)[0])
@@ -292,6 +292,6 @@ def test_every_path_a_user_names_imports_from_the_installed_wheel(venv):
     """What users name and this layout must keep: setup.py's entry points and console scripts, the YAMLs'
     ``_target_``, ``pkg://`` paths and ``trainer.checkpoint_callback_class``, ``verl_hadw.register``,
     ``verl_hadw.trl``, and the anchor file's name; ``verl_hadw.swift_adapter.rlhf_main`` and the ``verl-hadw-swift``
-    script load in the ms-swift cells (tests/swift_adapter/test_swift_arguments.py), which install the extra."""
+    script load in the ms-swift environments (tests/swift_adapter/test_swift_arguments.py), which install the extra."""
     out = run_in(venv, venv[0] / "bin" / "python", "-c", USER_NAMED)
     assert "USER-NAMED OK" in out, out

@@ -1,8 +1,8 @@
 """The package's import graph: no loops, dependencies only downward, no private names across modules, a lazy CLI;
-and the tests' layout: each test file in the folder of the room it tests, the machinery in tests/machinery/.
+and the tests' layout: each test file in the folder of the package it tests, the helpers in tests/helpers/.
 
-The rooms and what each may import are the rooms table of docs/layout.md: the core, the three adapters (verl's, in
-its inner rooms; TRL's and ms-swift's, over their shared hf_trainer room); the core imports no adapter, and no
+The packages and what each may import are the packages table of docs/layout.md: the core, the three adapters (verl's, in
+its subpackages; TRL's and ms-swift's, over their shared hf_trainer package); the core imports no adapter, and no
 adapter another. Every import
 counts, also those inside functions (an import loop through a lazy import is still a loop).
 """
@@ -14,29 +14,29 @@ import sys
 from pathlib import Path
 
 import pytest
-from repo_paths import MACHINERY, ROOT, TESTS
+from repo_paths import HELPERS, ROOT, TESTS
 
 PACKAGE = ROOT / "verl_hadw"
 
-# room -> (the modules in it, as prefixes of dotted names; the rooms it may import besides itself)
+# package -> (the modules in it, as prefixes of dotted names; the packages it may import besides itself)
 ADAPTERS = ["verl_adapter", "trl", "swift_adapter"]
-# verl's adapter: doors at its top, and two inner rooms (folders) below them, each importing only downward
-VERL_ROOMS = ["verl_adapter", "verl_adapter.anchor_home", "verl_adapter.config", "verl_adapter.base"]
-ROOMS = {
+# verl's adapter: entry modules at its top, and two subpackages (folders) below them, each importing only downward
+VERL_PACKAGES = ["verl_adapter", "verl_adapter.anchor_home", "verl_adapter.config", "verl_adapter.base"]
+PACKAGES = {
     # the framework-free core: nothing of ours outside it (tests/core/test_core_alone.py: nor any framework)
     "core": (["verl_hadw.core"], []),
     "support": (["verl_hadw", "verl_hadw.config_paths", "verl_hadw.console_log", "verl_hadw.plotting",
                  "verl_hadw.verl_support", "verl_hadw.verl_trl"], []),
-    # verl's adapter's doors, with the one-line aliases of the paths users name (the callback, the old entry point)
+    # verl's adapter's entry modules, with the one-line aliases of the paths users name (callback, old entry point)
     # and verl's reward function (pkg://verl_hadw.reward)
     "verl_adapter": (["verl_hadw.verl_adapter", "verl_hadw.callback", "verl_hadw.register", "verl_hadw.reward"],
-                     ["core", "support", *VERL_ROOMS[1:]]),
+                     ["core", "support", *VERL_PACKAGES[1:]]),
     # the anchor's home: client, stores, persistence, both checkpoint back-ends, the resume folder, DGPO's record
     "verl_adapter.anchor_home": (["verl_hadw.verl_adapter.anchor_home"],
                                  ["core", "support", "verl_adapter.config", "verl_adapter.base"]),
     # the config's jobs: one read per call, the parse, the checks
     "verl_adapter.config": (["verl_hadw.verl_adapter.config"], ["core", "support", "verl_adapter.base"]),
-    # the doors both inner rooms build on: verl's words, the process state, the step resolver
+    # the entry modules both subpackages build on: verl's words, the process state, the step resolver
     "verl_adapter.base": ([f"verl_hadw.verl_adapter.{m}" for m in ("verl_terms", "process_state", "steps")],
                           ["core", "support"]),
     # what the HF-Trainer-based adapters share: the core and transformers only
@@ -44,12 +44,12 @@ ROOMS = {
     "trl": (["verl_hadw.trl"], ["core", "support", "hf_trainer"]),  # never verl's adapter: a TRL install has no verl
     # ms-swift's adapter: its own environment (trl<1.0), so never TRL's adapter, nor verl's
     "swift_adapter": (["verl_hadw.swift_adapter"], ["core", "support", "hf_trainer"]),
-    "cpu": (["verl_hadw.cpu"], ["core", "support", *VERL_ROOMS]),
-    "toy": (["verl_hadw.toy"], ["core", "support", *VERL_ROOMS]),
-    "repro": (["verl_hadw.repro"], ["core", "support", *VERL_ROOMS, "toy"]),
+    "cpu": (["verl_hadw.cpu"], ["core", "support", *VERL_PACKAGES]),
+    "toy": (["verl_hadw.toy"], ["core", "support", *VERL_PACKAGES]),
+    "repro": (["verl_hadw.repro"], ["core", "support", *VERL_PACKAGES, "toy"]),
     # the studies: verl's through main_ppo, the TRL study through TRL's adapter (research.trl_study_run)
-    "research": (["verl_hadw.research"], ["core", "support", *VERL_ROOMS, "toy", "hf_trainer", "trl"]),
-    "cli": (["verl_hadw.cli"], ["core", "support", *VERL_ROOMS, "cpu", "toy", "repro", "research"]),
+    "research": (["verl_hadw.research"], ["core", "support", *VERL_PACKAGES, "toy", "hf_trainer", "trl"]),
+    "cli": (["verl_hadw.cli"], ["core", "support", *VERL_PACKAGES, "cpu", "toy", "repro", "research"]),
 }
 
 
@@ -61,15 +61,15 @@ def module_name(path: Path) -> str:
 MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts}
 
 
-def room_of(module: str) -> str:
-    """The room whose longest prefix matches ``module``."""
+def package_of(module: str) -> str:
+    """The package whose longest prefix matches ``module``."""
     best = max(
-        ((prefix, room) for room, (prefixes, _) in ROOMS.items() for prefix in prefixes
+        ((prefix, package) for package, (prefixes, _) in PACKAGES.items() for prefix in prefixes
          if module == prefix or (prefix != "verl_hadw" and module.startswith(prefix + "."))),
         key=lambda pair: len(pair[0]),
         default=(None, None),
     )
-    assert best[1] is not None, f"{module} is in no room: add it to ROOMS (and docs/layout.md)"
+    assert best[1] is not None, f"{module} is in no package: add it to PACKAGES (and docs/layout.md)"
     return best[1]
 
 
@@ -102,7 +102,7 @@ GRAPH = {m: imports_of(m) for m in MODULES}
 def test_every_module_is_in_a_room():
     assert len(MODULES) > 40
     for module in MODULES:
-        room_of(module)
+        package_of(module)
 
 
 def test_no_import_loops():
@@ -127,10 +127,10 @@ def test_no_import_loops():
 def test_dependencies_point_only_downward():
     upward = []
     for module, imports in GRAPH.items():
-        room = room_of(module)
-        allowed = {room, *ROOMS[room][1]}
-        upward += [f"{module}:{line} imports {t} ({room} -> {room_of(t)})"
-                   for t, _, line in imports if room_of(t) not in allowed]
+        package = package_of(module)
+        allowed = {package, *PACKAGES[package][1]}
+        upward += [f"{module}:{line} imports {t} ({package} -> {package_of(t)})"
+                   for t, _, line in imports if package_of(t) not in allowed]
     assert upward == [], "imports against the layering:\n" + "\n".join(upward)
 
 
@@ -149,8 +149,8 @@ def test_the_graph_sees_what_it_checks():
             "verl_hadw.verl_adapter.process_state"} <= client
     validation = {t for t, _, _ in GRAPH["verl_hadw.verl_adapter.validation"]}
     assert "verl_hadw.verl_adapter.estimators" in validation  # a lazy import
-    assert room_of("verl_hadw.core.anchor.machine") == "core" and room_of("verl_hadw") == "support"
-    assert room_of("verl_hadw.callback") == "verl_adapter" and room_of("verl_hadw.trl.grpo_trainer") == "trl"
+    assert package_of("verl_hadw.core.anchor.machine") == "core" and package_of("verl_hadw") == "support"
+    assert package_of("verl_hadw.callback") == "verl_adapter" and package_of("verl_hadw.trl.grpo_trainer") == "trl"
 
 
 # the roles every HF-Trainer-based adapter holds, under the same names (a new framework copies one adapter's folder)
@@ -190,10 +190,10 @@ def test_the_cli_imports_no_repro_or_research_module_it_does_not_run(argv):
 
 
 # ------------------------------------------------------------------------------------------------ the tests' layout
-# tests/ folder -> the rooms (of ROOMS) its test files test (tests/README.md); None: the project's own checks
+# tests/ folder -> the packages (of PACKAGES) its test files test (tests/README.md); None: the project's own checks
 TEST_FOLDERS = {
     "core": ["core"],
-    "verl_adapter": VERL_ROOMS,  # its doors and its inner rooms (config/, anchor_home/)
+    "verl_adapter": VERL_PACKAGES,  # its entry modules and its subpackages (config/, anchor_home/)
     "trl": ["trl"],
     "swift_adapter": ["swift_adapter"],
     "hf_trainer": ["hf_trainer"],
@@ -203,10 +203,11 @@ TEST_FOLDERS = {
     "cli": ["cli"],
     "project": None,
 }
-CELL_READERS = {"trl/test_trl_cell.py", "swift_adapter/test_swift_cell.py"}  # read a framework cell's output
+# read a framework environment's output
+ENVIRONMENT_READERS = {"trl/test_trl_environment.py", "swift_adapter/test_swift_environment.py"}
 TOP_LEVEL_TESTS: set[str] = set()  # test files allowed at tests/ itself, outside every folder: none
 NAMED_FILE = re.compile(r"[\w./-]+\.(?:py|sh|sbatch)\b")
-RUNNABLE = {p.name: p for folder in (MACHINERY, ROOT / "scripts", ROOT / "examples", ROOT / "benchmarks")
+RUNNABLE = {p.name: p for folder in (HELPERS, ROOT / "scripts", ROOT / "examples", ROOT / "benchmarks")
             for p in sorted(folder.rglob("*")) if p.suffix in (".py", ".sh", ".sbatch")}
 
 
@@ -214,21 +215,21 @@ def all_test_files() -> list[Path]:
     return sorted(p for p in TESTS.rglob("test_*.py") if "__pycache__" not in p.parts)
 
 
-def room_named(name: str) -> str | None:
-    """The room of a dotted name under verl_hadw (a module, or a name in one), None for no module of ours."""
+def package_named(name: str) -> str | None:
+    """The package of a dotted name under verl_hadw (a module, or a name in one), None for no module of ours."""
     module = max((m for m in MODULES if name == m or name.startswith(m + ".")), key=len, default=None)
-    return None if module is None else room_of(module)
+    return None if module is None else package_of(module)
 
 
 def reach(path: Path, seen: set[Path], named: bool) -> set[str]:
-    """The rooms ``path`` imports: itself, and through the machinery and its folder's test files it imports; with
-    ``named``, also the rooms it names (``verl_hadw.x`` or ``verl_hadw/x``: a subprocess's code, a path) and those of
-    the files it names that run (a machinery script, a script, an example, a benchmark), transitively."""
+    """The packages ``path`` imports: itself, and through the helpers and its folder's test files it imports; with
+    ``named``, also the packages it names (``verl_hadw.x`` or ``verl_hadw/x``: a subprocess's code, a path) and those of
+    the files it names that run (a helpers script, a script, an example, a benchmark), transitively."""
     if path in seen:
         return set()
     seen.add(path)
     text = path.read_text(encoding="utf-8")
-    rooms, others = set(), set()
+    packages, others = set(), set()
     if path.suffix == ".py":
         for node in ast.walk(ast.parse(text)):
             if isinstance(node, ast.Import):
@@ -237,62 +238,64 @@ def reach(path: Path, seen: set[Path], named: bool) -> set[str]:
                 names = [node.module] + [f"{node.module}.{a.name}" for a in node.names if node.module == "verl_hadw"]
             else:
                 continue
-            rooms |= {room_named(n) for n in names if n.split(".")[0] == "verl_hadw"} - {None}
+            packages |= {package_named(n) for n in names if n.split(".")[0] == "verl_hadw"} - {None}
             others |= {n.split(".")[0] for n in names}
-    local = {**{p.stem: p for p in MACHINERY.glob("*.py")}, **{p.stem: p for p in path.parent.glob("test_*.py")}}
+    local = {**{p.stem: p for p in HELPERS.glob("*.py")}, **{p.stem: p for p in path.parent.glob("test_*.py")}}
     for module in sorted(others & set(local)):
-        rooms |= reach(local[module], seen, named)
+        packages |= reach(local[module], seen, named)
     if named:
-        rooms |= {room_named(m.replace("/", ".")) for m in re.findall(r"verl_hadw[./]\w+(?:\.\w+)*", text)} - {None}
+        named_here = re.findall(r"verl_hadw[./]\w+(?:\.\w+)*", text)
+        packages |= {package_named(m.replace("/", ".")) for m in named_here} - {None}
         for name in sorted({Path(n).name for n in NAMED_FILE.findall(text)} & set(RUNNABLE)):
-            rooms |= reach(RUNNABLE[name], seen, named)
-    return rooms
+            packages |= reach(RUNNABLE[name], seen, named)
+    return packages
 
 
 def test_every_test_file_is_in_the_folder_of_a_room():
-    assert set(TEST_FOLDERS) - {"project", "e2e"} <= set(ROOMS) and "core" in TEST_FOLDERS
+    assert set(TEST_FOLDERS) - {"project", "e2e"} <= set(PACKAGES) and "core" in TEST_FOLDERS
     misplaced = [str(p.relative_to(TESTS)) for p in all_test_files()
                  if not (p.parent.parent == TESTS and p.parent.name in TEST_FOLDERS)
                  and not (p.parent == TESTS and p.name in TOP_LEVEL_TESTS)]
-    assert misplaced == [], f"test files outside the rooms' folders (TEST_FOLDERS, tests/README.md): {misplaced}"
+    assert misplaced == [], f"test files outside the packages' folders (TEST_FOLDERS, tests/README.md): {misplaced}"
     names = [p.name for p in all_test_files()]
     assert sorted({n for n in names if names.count(n) > 1}) == [], "test file names must be unique across tests/"
 
 
 def test_each_test_file_tests_a_room_of_its_folder():
-    """It imports a module of the folder's rooms, or names one (a subprocess's code, a script it runs): itself, or
-    through the machinery and its folder's test files. The cells' readers only read a cell's output."""
+    """It imports a module of the folder's packages, or names one (a subprocess's code, a script it runs): itself, or
+    through the helpers and its folder's test files. The environments' readers only read an environment's output."""
     assert len(all_test_files()) > 80
     strays = []
     for path in all_test_files():
-        rooms, where = TEST_FOLDERS.get(path.parent.name), str(path.relative_to(TESTS))
-        if rooms is None or where in CELL_READERS:
+        packages, where = TEST_FOLDERS.get(path.parent.name), str(path.relative_to(TESTS))
+        if packages is None or where in ENVIRONMENT_READERS:
             continue
-        if not set(rooms) & reach(path, set(), named=True):
-            strays.append(f"{where} tests none of {rooms}")
+        if not set(packages) & reach(path, set(), named=True):
+            strays.append(f"{where} tests none of {packages}")
     assert strays == [], "\n".join(strays)
 
 
 def test_the_cores_tests_import_only_the_core():
-    """What the TRL and ms-swift cells run of the core (tests/core/) imports nothing of verl_hadw outside it."""
-    outside = {str(p.relative_to(TESTS)): sorted(rooms - {"core"}) for p in sorted((TESTS / "core").glob("test_*.py"))
-               if (rooms := reach(p, set(), named=False)) - {"core"}}
+    """What the TRL and ms-swift environments run of the core (tests/core/) imports nothing of verl_hadw outside it."""
+    core_tests = sorted((TESTS / "core").glob("test_*.py"))
+    outside = {str(p.relative_to(TESTS)): sorted(packages - {"core"}) for p in core_tests
+               if (packages := reach(p, set(), named=False)) - {"core"}}
     assert outside == {}
 
 
 def test_the_machinery_lives_in_tests_machinery():
-    """Outside tests/machinery/ only test files, conftest.py files and tests/README.md; no __init__.py anywhere."""
+    """Outside tests/helpers/ only test files, conftest.py files and tests/README.md; no __init__.py anywhere."""
     files = [p for p in TESTS.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
-    assert any(p.parent == MACHINERY for p in files) and (TESTS / "README.md").is_file()
-    stray = [str(p.relative_to(TESTS)) for p in files if MACHINERY not in p.parents
+    assert any(p.parent == HELPERS for p in files) and (TESTS / "README.md").is_file()
+    stray = [str(p.relative_to(TESTS)) for p in files if HELPERS not in p.parents
              and not (p.name.startswith("test_") and p.suffix == ".py") and p.name != "conftest.py"
              and p != TESTS / "README.md"]
-    assert stray == [], f"machinery outside tests/machinery/: {stray}"
+    assert stray == [], f"helpers outside tests/helpers/: {stray}"
     assert [p for p in files if p.name == "__init__.py"] == []  # verl's wheel installs a top-level ``tests``
 
 
 def test_the_readme_names_every_folder():
     readme = (TESTS / "README.md").read_text(encoding="utf-8")
     folders = [p.name for p in TESTS.iterdir() if p.is_dir() and p.name != "__pycache__"]
-    assert set(folders) <= set(TEST_FOLDERS) | {"machinery"}, folders
-    assert [f for f in [*TEST_FOLDERS, "machinery"] if f"`tests/{f}/`" not in readme] == []
+    assert set(folders) <= set(TEST_FOLDERS) | {"helpers"}, folders
+    assert [f for f in [*TEST_FOLDERS, "helpers"] if f"`tests/{f}/`" not in readme] == []

@@ -1,4 +1,4 @@
-"""`verl-hadw data` end to end on small fixture files (tests/machinery/fixtures/data/): every paper's files from local
+"""`verl-hadw data` end to end on small fixture files (tests/helpers/fixtures/data/): every paper's files from local
 copies or the Hub (or a clear failure with neither), the rows verl's own dataset reads, the row-count check."""
 
 from __future__ import annotations

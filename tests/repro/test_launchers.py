@@ -1,4 +1,4 @@
-"""scripts/train.sh and scripts/reproduce_*.sh in a fake Slurm + Ray environment (tests/machinery/launcher_fakes.py):
+"""scripts/train.sh and scripts/reproduce_*.sh in a fake Slurm + Ray environment (tests/helpers/launcher_fakes.py):
 the command train.sh builds, its resume and checkpoint retention, the reproduce scripts' submissions, and the shell
 hygiene of every launcher."""
 

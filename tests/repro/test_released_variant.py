@@ -16,7 +16,7 @@ from collections import deque
 import numpy as np
 import pytest
 import torch
-from helpers import algo, flat_config, make_inputs, row_adv
+from batches import algo, flat_config, make_inputs, row_adv
 from omegaconf import OmegaConf
 from repo_paths import ROOT
 from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage

@@ -11,7 +11,7 @@ import warnings
 from pathlib import Path
 
 import pytest
-from helpers import flat_config
+from batches import flat_config
 from repro_runs import ROOT, RUN_FILES, composed_runs
 
 from verl_hadw.core.errors import UnusedOptionsWarning

@@ -1,4 +1,4 @@
-"""scripts/slurm/train.sbatch in a fake Slurm + Ray environment (tests/machinery/launcher_fakes.py): Ray on every node
+"""scripts/slurm/train.sbatch in a fake Slurm + Ray environment (tests/helpers/launcher_fakes.py): Ray on every node
 from the job's interpreter, then main_ppo on the head; the allocation, the requeue near the time limit, the evaluation
 pass, per-job token auth, the head address, a Ray step that dies."""
 

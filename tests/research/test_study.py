@@ -1,5 +1,5 @@
 """``verl-hadw study``: the statistics on made-up runs. Its quick mode through verl's main_ppo is
-tests/machinery/by_hand_e2e.py (by hand: CI's budget went to verl 0.9.0's cell)."""
+tests/helpers/by_hand_e2e.py (by hand: CI's budget went to verl 0.9.0's environment)."""
 
 import csv
 import json

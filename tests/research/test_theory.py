@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from helpers import algo, make_inputs, row_adv
+from batches import algo, make_inputs, row_adv
 from scipy import stats
 from verl import DataProto
 from verl.trainer.ppo.ray_trainer import compute_advantage

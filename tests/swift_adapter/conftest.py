@@ -1,4 +1,4 @@
-"""The ms-swift cell's fixture: the toy task's assets, built once per session."""
+"""The ms-swift environment's fixture: the toy task's assets, built once per session."""
 
 import pytest
 
@@ -12,7 +12,7 @@ def assets(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def ranks():
-    """CPU ranks of the command-line run (``SWIFT_CELL_RANKS``, default 2)."""
+    """CPU ranks of the command-line run (``SWIFT_ENV_RANKS``, default 2)."""
     import os
 
-    return int(os.environ.get("SWIFT_CELL_RANKS", "2"))
+    return int(os.environ.get("SWIFT_ENV_RANKS", "2"))

@@ -122,7 +122,7 @@ def test_the_docs_show_the_tables():
 
 
 def test_the_paths_a_swift_user_names_load_from_the_install():
-    """``verl_hadw.swift_adapter.rlhf_main`` and the ``verl-hadw-swift`` console script, from the extra the cell
+    """``verl_hadw.swift_adapter.rlhf_main`` and the ``verl-hadw-swift`` console script, from the extra the environment
     installed the way a user does (the main environment's wheel test loads every other user-named path)."""
     from importlib.metadata import entry_points
 

@@ -15,7 +15,7 @@ import pytest
 import swift.utils
 import torch
 from kill_during_save import MOMENTS, PARTIAL, install
-from repo_paths import MACHINERY, ROOT
+from repo_paths import HELPERS, ROOT
 from safetensors.torch import load_file
 from swift_runs import command_line, logged_steps, toy_arguments, train
 
@@ -48,8 +48,8 @@ def killed(assets, out, moment: str) -> int:
 
 def killed_arguments(assets, out, **extra) -> list[str]:
     """Three steps, a checkpoint after each, only the newest kept; the kill plugin armed by VERL_HADW_KILL_AT only."""
-    plugins = [str(ROOT / "examples" / "swift_toy_plugin.py"), str(MACHINERY / "record_plugin.py"),
-               str(MACHINERY / "kill_during_save.py")]
+    plugins = [str(ROOT / "examples" / "swift_toy_plugin.py"), str(HELPERS / "record_plugin.py"),
+               str(HELPERS / "kill_during_save.py")]
     return toy_arguments(assets, out, steps=3, save_steps=1, save_total_limit=1, external_plugins=plugins, **extra)
 
 

@@ -3,8 +3,8 @@ needs flash-attn, so it cannot train on CPU. What the adapter reads of that batc
 template packs the completions (its ``data_collator`` in padding-free mode) and its own collate builds the micro-batch
 ``_compute_advantages`` receives; swift pads the completion mask back to one row per completion, so the adapter's loss
 tokens per completion (``_loss_tokens``) equal those of the unpacked batch, in order, and sum to what swift's
-``num_items_in_batch`` counts. Swift 4.6's collate only: the oldest release's cell leaves this file out (4.3 packs
-inside ``_prepare_batch_inputs`` and pads the mask back the same way)."""
+``num_items_in_batch`` counts. Swift 4.6's collate only: the oldest release's environment leaves this file out (4.3
+packs inside ``_prepare_batch_inputs`` and pads the mask back the same way)."""
 
 from types import SimpleNamespace
 

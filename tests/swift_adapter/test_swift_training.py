@@ -80,8 +80,9 @@ def test_the_command_line_trains_hadw_and_every_rank_holds_the_same_anchor(asset
     argv = toy_arguments(assets, tmp_path, steps=2, save_steps=2, per_device_train_batch_size=8 // ranks) + [
         "--adv_estimator", "hadw"]
     proc = command_line(argv, tmp_path / "records", ranks=ranks)
-    print("\n[swift cell] command: verl-hadw-swift rlhf " + " ".join(argv))
-    print("\n".join(f"[swift cell] log: {line}" for line in proc.stdout.splitlines() if "hadw/anchor_prior" in line))
+    print("\n[swift environment] command: verl-hadw-swift rlhf " + " ".join(argv))
+    logged = [line for line in proc.stdout.splitlines() if "hadw/anchor_prior" in line]
+    print("\n".join(f"[swift environment] log: {line}" for line in logged))
     assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-5000:])
     steps = logged_steps(tmp_path)
     assert len(steps) == 2 and all("hadw/anchor_prior" in s and "hadw/phi_mean" in s for s in steps)
@@ -94,7 +95,7 @@ def test_the_command_line_trains_hadw_and_every_rank_holds_the_same_anchor(asset
                                                                          if k not in local}
     for call in zip(*per_rank):  # the processes' masks together: the adapter's loss tokens, swift's count
         assert sum(sum(c["mask_tokens"]) for c in call) == call[0]["num_items_in_batch"][0] == sum(call[0]["lengths"])
-    print(f"[swift cell] ranks {ranks}: anchors after each step: "
+    print(f"[swift environment] ranks {ranks}: anchors after each step: "
           + str([(c['step'], c['anchor']['posteriors']) for c in per_rank[0]]))
     saved = json.loads((tmp_path / "checkpoint-2" / STATE_FILE).read_text())
     assert saved["global_step"] == 2 and saved["state"]["posteriors"] == per_rank[0][-1]["anchor"]["posteriors"]
@@ -117,7 +118,7 @@ def test_a_derived_steps_per_generation_is_checked_where_swift_decides_it(assets
 def test_a_reward_function_returning_text_is_named(assets, tmp_path):
     """Issue 42: swift's own tensor conversion said "too many dimensions 'str'", naming no function; the trainer's
     reward functions are checked while swift scores a generation batch (before the anchor observes it)."""
-    from repo_paths import MACHINERY, ROOT
+    from repo_paths import HELPERS, ROOT
 
     from verl_hadw.core.errors import RewardValueError
 
@@ -126,7 +127,7 @@ def test_a_reward_function_returning_text_is_named(assets, tmp_path):
                       "    def __call__(self, completions, **kwargs):\n"
                       "        return ['yes' for _ in completions]\n\n\n"
                       "orms['verdict'] = Verdict\n")
-    plugins = [str(ROOT / "examples" / "swift_toy_plugin.py"), str(MACHINERY / "record_plugin.py"), str(plugin)]
+    plugins = [str(ROOT / "examples" / "swift_toy_plugin.py"), str(HELPERS / "record_plugin.py"), str(plugin)]
     argv = toy_arguments(assets, tmp_path / "out", external_plugins=plugins, reward_funcs="verdict")
     with pytest.raises(RewardValueError, match=r"the reward function 'Verdict' returned str 'yes' for completion 0"):
         train(argv + ["--adv_estimator", "hadw"], tmp_path / "records")

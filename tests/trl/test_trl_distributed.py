@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 import pytest
-from repo_paths import MACHINERY
+from repo_paths import HELPERS
 
 pytestmark = [pytest.mark.slow, pytest.mark.beside]  # two processes importing torch, transformers, TRL: 15-25 s
 
@@ -22,9 +22,9 @@ def test_two_ranks_hold_the_same_anchor_every_step(tmp_path):
     accelerate = [sys.executable, "-m", "accelerate.commands.launch"]
     # accelerate's --multi_gpu launcher is torchrun; TrainingArguments(use_cpu=True) makes the process group gloo
     cmd = [*accelerate, "--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no",
-           "--dynamo_backend", "no", str(MACHINERY / "trl_two_ranks.py"), str(tmp_path)]
+           "--dynamo_backend", "no", str(HELPERS / "trl_two_ranks.py"), str(tmp_path)]
     env = {**os.environ, "WANDB_MODE": "disabled", "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, cwd=MACHINERY)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, cwd=HELPERS)
     assert proc.returncode == 0, proc.stderr[-4000:]
     rank0, rank1 = (json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1))
     assert rank0["world_size"] == rank1["world_size"] == 2 and rank0["backend"] == "gloo"

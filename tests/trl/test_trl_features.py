@@ -1,9 +1,9 @@
 """TRL's GRPOTrainer features, each trained through ``HadwGRPOTrainer``: one run per feature of the subset
-tests/machinery/trl_upstream/run.py picks from TRL's own test file (``CI_SUBSET``), on our stand-ins.
+tests/helpers/trl_upstream/run.py picks from TRL's own test file (``CI_SUBSET``), on our stand-ins.
 
 TRL's test file cannot run in CI (CI reaches package registries only, TRL's sdist holds no tests, and this repository
 does not copy TRL's code; the harness runs it whole by hand, docs/trl.md). These are our own tests of the same
-features, in CI at both ends of the TRL range (the lowest-TRL cell runs tests/trl/). Each run: two
+features, in CI at both ends of the TRL range (the lowest-TRL environment runs tests/trl/). Each run: two
 steps, a finite loss, the parameters moved (for PEFT the adapter's, the base's not), HA-DW's metrics at every step,
 the anchor advanced once per step. Elsewhere: args omitted (test_trl_errors.py), num_iterations > 1 and DGPO
 (test_trl_training.py).

@@ -18,7 +18,7 @@ import sys
 import pytest
 import torch
 from kill_during_save import MOMENTS, PARTIAL
-from repo_paths import MACHINERY
+from repo_paths import HELPERS
 from safetensors.torch import load_file
 from trl_helpers import killed_config, trainer
 
@@ -61,8 +61,8 @@ def uninterrupted(tmp_path_factory):
 def test_a_kill_at_each_moment_of_a_save_loses_nothing(uninterrupted, tmp_path, estimator, moment):
     out = tmp_path / "run"
     env = {**os.environ, "VERL_HADW_KILL_AT": moment, "VERL_HADW_KILL_STEP": "2", "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run([sys.executable, str(MACHINERY / "trl_killed_run.py"), str(out), estimator], env=env,
-                          cwd=MACHINERY, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([sys.executable, str(HELPERS / "trl_killed_run.py"), str(out), estimator], env=env,
+                          cwd=HELPERS, capture_output=True, text=True, timeout=300)
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-3000:]
     newest, whole = out / "checkpoint-2", out / ("checkpoint-1" if moment in PARTIAL else "checkpoint-2")
     assert json.loads((whole / STATE_FILE).read_text())["global_step"] == int(whole.name.split("-")[1])

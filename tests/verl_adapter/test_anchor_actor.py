@@ -8,7 +8,7 @@ import signal
 import pytest
 import ray
 from anchor_run import batch, config, kill_actor, run
-from helpers import start_ray_node
+from batches import start_ray_node
 from omegaconf import OmegaConf
 from verl.trainer.ppo.ray_trainer import compute_advantage
 from verl.utils.skip.skip_manager import SkipManager

@@ -22,11 +22,11 @@ import ray
 from ray.cluster_utils import Cluster
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# script mode (no conftest.py): the machinery (anchor_run, helpers) is on PYTHONPATH, set by the ``cluster`` fixture
+# script mode (no conftest.py): the helpers (anchor_run, helpers) is on PYTHONPATH, set by the ``cluster`` fixture
 # for these drivers and the cluster's workers; under pytest conftest.py puts it on sys.path
 from anchor_run import batch, config  # noqa: E402
-from helpers import algo, make_inputs, start_ray_node  # noqa: E402
-from repo_paths import MACHINERY  # noqa: E402
+from batches import algo, make_inputs, start_ray_node  # noqa: E402
+from repo_paths import HELPERS  # noqa: E402
 
 from verl_hadw.core.anchor import AnchorState  # noqa: E402
 from verl_hadw.core.anchor.file_format import STATE_FILE  # noqa: E402
@@ -36,7 +36,7 @@ from verl_hadw.verl_adapter.anchor_home import anchor_client as anchor_client  #
 from verl_hadw.verl_adapter.anchor_home.anchor_stores import AnchorService, actor_name, wait_until_released  # noqa: E402
 from verl_hadw.verl_adapter.config.run_options import parse_run  # noqa: E402
 
-pytestmark = [pytest.mark.slow, pytest.mark.ray_driver]  # a Ray driver: a child pytest (tests/machinery/own_process.py)
+pytestmark = [pytest.mark.slow, pytest.mark.ray_driver]  # a Ray driver: a child pytest (tests/helpers/own_process.py)
 
 NAMESPACE = "verl-hadw-cluster-test"  # every driver joins it: names are the only thing keeping anchors apart
 ANCHOR = {"eta": 3.0, "window": 4}
@@ -52,8 +52,8 @@ def cluster():
         # Cluster() records its address in /tmp/ray/ray_current_cluster, where every ray.init() without an
         # address on this machine (other test runs) would join it; this cluster is reached by address only.
         mp.setattr(ray._private.utils, "write_ray_address", lambda *args, **kwargs: None)
-        # workers import us, and the machinery we import
-        mp.setenv("PYTHONPATH", os.pathsep.join([HERE, str(MACHINERY), os.environ.get("PYTHONPATH", "")]))
+        # workers import us, and the helpers we import
+        mp.setenv("PYTHONPATH", os.pathsep.join([HERE, str(HELPERS), os.environ.get("PYTHONPATH", "")]))
         c = start_ray_node(lambda: Cluster(initialize_head=True, head_node_args={
             "num_cpus": 1, "resources": {"head": 1}, "include_dashboard": False}))
         try:

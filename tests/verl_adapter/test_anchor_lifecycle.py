@@ -4,7 +4,7 @@ calls, end in a recovery or an error naming the actor. Real Ray."""
 
 import pytest
 import ray
-from helpers import start_ray_node
+from batches import start_ray_node
 from omegaconf import OmegaConf
 from resume_cases import canonical, config, run
 from verl.utils.skip.skip_manager import SkipManager

@@ -16,7 +16,7 @@ import time
 import psutil
 import pytest
 import ray
-from helpers import start_ray_node
+from batches import start_ray_node
 
 from verl_hadw.core.anchor import AnchorState
 from verl_hadw.core.options import AnchorConfig
@@ -24,7 +24,7 @@ from verl_hadw.verl_adapter.anchor_home import anchor_client as anchor_client
 from verl_hadw.verl_adapter.anchor_home.anchor_stores import actor_name
 from verl_hadw.verl_adapter.config.run_options import parse_run
 
-pytestmark = [pytest.mark.slow, pytest.mark.ray_driver]  # a Ray driver: a child pytest (tests/machinery/own_process.py)
+pytestmark = [pytest.mark.slow, pytest.mark.ray_driver]  # a Ray driver: a child pytest (tests/helpers/own_process.py)
 
 STEPS = 10_000
 WARMUP = 1_000  # RSS is compared between the end of the warm-up and the end of the soak

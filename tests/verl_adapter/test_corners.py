@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from helpers import algo, make_inputs, row_adv
+from batches import algo, make_inputs, row_adv
 from omegaconf import OmegaConf
 
 from verl_hadw.core.errors import ConfigError, UnusedOptionsWarning

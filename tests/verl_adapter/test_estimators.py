@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from helpers import algo, make_inputs, row_adv
+from batches import algo, make_inputs, row_adv
 from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage
 
 from verl_hadw.verl_adapter import metrics, process_state

@@ -5,7 +5,7 @@ cannot group (NaN, a pair or a list per row) are refused with a message. Ids do 
 import numpy as np
 import pytest
 import torch
-from helpers import algo
+from batches import algo
 from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage
 
 from verl_hadw.core.advantages import grpo_advantage

@@ -20,7 +20,7 @@ import weakref
 import numpy as np
 import pytest
 import torch
-from helpers import algo
+from batches import algo
 from repo_paths import ROOT
 from torch.overrides import TorchFunctionMode
 
@@ -168,7 +168,7 @@ def test_the_docs_table_is_the_counts_held_here():
     rows = [line for line in section.splitlines() if re.match(r"\| `(hadw|dgpo)`", line)]
     assert len(rows) == len(CASES), rows
     for case, row in zip(CASES, rows):  # the table's rows are the cases, in order
-        after = [int(cell.split("→")[1]) for cell in row.strip("|").split("|")[1:]]
+        after = [int(entry.split("→")[1]) for entry in row.strip("|").split("|")[1:]]
         n = READS_PER_CALL[case]
         assert after == [n, n + PADDING_EXTRA, n, n + PADDING_EXTRA], (case, row)
 

@@ -2,7 +2,7 @@
 
 import pytest
 import torch
-from helpers import algo, make_inputs
+from batches import algo, make_inputs
 from torch.overrides import TorchFunctionMode
 
 from verl_hadw.core.groups import check_inputs

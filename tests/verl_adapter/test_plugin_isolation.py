@@ -29,16 +29,16 @@ def run(code: str) -> str:
 
 
 WITHOUT_EXTRAS = f"""
-import importlib.machinery, sys
+import importlib.helpers, sys
 EXTRAS = {EXTRAS!r}
-class WithoutExtras(importlib.machinery.PathFinder):
+class WithoutExtras(importlib.helpers.PathFinder):
     \"\"\"sys.path's finder, blind to the extras' packages: for this process they are not installed.\"\"\"
     @classmethod
     def find_spec(cls, name, path=None, target=None):
         if name.partition('.')[0] in EXTRAS:
             return None
         return super().find_spec(name, path, target)
-sys.meta_path[sys.meta_path.index(importlib.machinery.PathFinder)] = WithoutExtras
+sys.meta_path[sys.meta_path.index(importlib.helpers.PathFinder)] = WithoutExtras
 """
 
 

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from helpers import algo, make_inputs, row_adv
+from batches import algo, make_inputs, row_adv
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from helpers import algo, make_inputs
+from batches import algo, make_inputs
 from repo_paths import ROOT
 from verl.utils.skip.skip_manager import SkipManager
 

@@ -1,6 +1,6 @@
 """An anchor file written by verl-hadw 0.3 resumes exactly under this version.
 
-``tests/machinery/fixtures/anchor_v0_3`` is a v1 checkpoint folder as 0.3's callback left it (written by the code of
+``tests/helpers/fixtures/anchor_v0_3`` is a v1 checkpoint folder as 0.3's callback left it (written by the code of
 d39b795, before the core/adapter split: ``CheckpointFiles.on_checkpoint`` after six steps of two calls each). This
 version's checkpoint back-end restores it, and the anchor continues exactly as an uninterrupted run of this version.
 """

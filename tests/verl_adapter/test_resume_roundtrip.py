@@ -17,7 +17,7 @@ import sys
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from repo_paths import MACHINERY
+from repo_paths import HELPERS
 from resume_cases import canonical, run
 
 from verl_hadw.verl_adapter import process_state
@@ -75,8 +75,8 @@ def test_every_option_combination_resumes_in_a_fresh_process_bit_for_bit(tmp_pat
     with open(tmp_path / "cases.json", "w") as f:
         json.dump(cases, f)
     proc = subprocess.run(
-        [sys.executable, str(MACHINERY / "resume_cases.py"), str(tmp_path / "cases.json")],
-        capture_output=True, text=True, cwd=MACHINERY,
+        [sys.executable, str(HELPERS / "resume_cases.py"), str(tmp_path / "cases.json")],
+        capture_output=True, text=True, cwd=HELPERS,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     resumed = {r["id"]: r["rows"] for r in (json.loads(line[5:]) for line in proc.stdout.splitlines()

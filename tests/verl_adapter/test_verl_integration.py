@@ -5,7 +5,7 @@ import sys
 
 import pytest
 import torch
-from helpers import algo, make_inputs
+from batches import algo, make_inputs
 from omegaconf import OmegaConf
 from verl import DataProto
 from verl.trainer.ppo.core_algos import get_adv_estimator_fn
@@ -165,7 +165,7 @@ def test_doctor_reports_a_working_install(capsys):
     code = main(["doctor"])
     out = capsys.readouterr().out
     assert code == 0, out
-    assert f"[ok] verl version: {verl.__version__}" in out  # 0.9.1 here, 0.9.0 in the verl 0.9.0 cell
+    assert f"[ok] verl version: {verl.__version__}" in out  # 0.9.1 here, 0.9.0 in the verl 0.9.0 environment
     assert "hadw -> verl_hadw.verl_adapter.estimators.compute_hadw_outcome_advantage" in out
     assert "all good" in out
 

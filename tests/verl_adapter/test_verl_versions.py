@@ -62,7 +62,7 @@ def test_the_checkpoint_hook_is_seen_without_importing_verl():
                          capture_output=True, text=True, check=True).stdout.split()
     import verl
 
-    has_it = verl.__version__ != "0.9.0"  # 0.9.1 has it (this venv), 0.9.0 not (the verl 0.9.0 cell)
+    has_it = verl.__version__ != "0.9.0"  # 0.9.1 has it (this venv), 0.9.0 not (the verl 0.9.0 environment)
     assert out == [str(has_it), "False", "False"]  # and nothing of verl or torch was imported
 
 

@@ -11,7 +11,7 @@ import itertools
 import numpy as np
 import pytest
 import torch
-from helpers import algo, make_inputs, row_adv
+from batches import algo, make_inputs, row_adv
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage

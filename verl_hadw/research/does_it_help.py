@@ -132,9 +132,9 @@ def accuracy(tables) -> str:
             finals = [v["final"] for v in per_tier[ALL].values()]
             if not finals:  # no finished run of this method at this learning rate
                 continue
-            cells = [_ci([v["final"] for v in per_tier[t].values()]) for t in TIERS]
+            columns = [_ci([v["final"] for v in per_tier[t].values()]) for t in TIERS]
             aucs = [v["auc"] for v in per_tier[ALL].values()]
-            lines.append(f"| {lr:g} | `{method}` | {len(finals)} | " + " | ".join(cells)
+            lines.append(f"| {lr:g} | `{method}` | {len(finals)} | " + " | ".join(columns)
                          + f" | **{_ci(finals)}** | {_ci(aucs)} |")
     start = {r["seed"]: r["value"] for r in rows if r["step"] == 0 and r["tier"] == ALL}  # the same for every method
     return "\n".join(lines) + (f"\n\nAt step 0 (each seed's initial model, shared by every method and learning rate; "
@@ -146,11 +146,11 @@ def _comparison_rows(tables, family: str) -> list[dict]:
 
 
 def _row(r: dict, resolves: bool) -> str:
-    cells = [f"{r['lr']:g}", f"`{r['first']}` − `{r['second']}`", f"{r['diff']:+.3f} ± {r['ci']:.3f}", _p(r["p_t"]),
+    columns = [f"{r['lr']:g}", f"`{r['first']}` − `{r['second']}`", f"{r['diff']:+.3f} ± {r['ci']:.3f}", _p(r["p_t"]),
              _p(r["p_w"]), _p(r["p_holm"]) + holm_mark(r["p_holm"]), f"{r['ahead']}/{r['seeds']}"]
     if resolves:
-        cells.append(f"{r['resolves']:.3f}")
-    return "| " + " | ".join(cells) + " |"
+        columns.append(f"{r['resolves']:.3f}")
+    return "| " + " | ".join(columns) + " |"
 
 
 def _comparisons(tables, family: str, resolves: bool) -> str:
@@ -176,11 +176,11 @@ def per_tier(tables) -> str:
              "| p (Holm) | ahead |", "|---|---|---|---|---|---|---|---|---|"]
     for key, f in final.items():
         a = area[key]
-        cells = [f"{f['lr']:g}", f"`{f['first']}` − `{f['second']}`", f["tier"]]
+        columns = [f"{f['lr']:g}", f"`{f['first']}` − `{f['second']}`", f["tier"]]
         for r in (f, a):
-            cells += [f"{r['diff']:+.3f} ± {r['ci']:.3f}", _p(r["p_holm"]) + holm_mark(r["p_holm"]),
+            columns += [f"{r['diff']:+.3f} ± {r['ci']:.3f}", _p(r["p_holm"]) + holm_mark(r["p_holm"]),
                       f"{r['ahead']}/{r['seeds']}"]
-        lines.append("| " + " | ".join(cells) + " |")
+        lines.append("| " + " | ".join(columns) + " |")
     return "\n".join(lines) + (f"\n\nHolm's correction runs over each family's {len(final)} comparisons (final per "
                                f"tier; AUC per tier); ★: corrected p < {ALPHA}.")
 

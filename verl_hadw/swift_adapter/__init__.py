@@ -5,7 +5,7 @@ A swift user changes one word of the command they run and adds ``--adv_estimator
 table whose ``rlhf`` is ours, so torchrun, ``NPROC_PER_NODE`` and ``--config x.yaml`` keep working); from Python,
 ``verl_hadw.swift_adapter.rlhf_main(argv)``. ``HadwSwiftGRPOTrainer`` is swift's ``GRPOTrainer`` whose
 ``_compute_advantages`` returns HA-DW's or DGPO's advantages (``core.reward_matrix``). Imports only the core and the
-shared HF-Trainer room (``verl_hadw.hf_trainer``), never TRL's adapter (ms-swift 4.x needs ``trl<1.0``). Importing it
+shared HF-Trainer package (``verl_hadw.hf_trainer``), never TRL's adapter (ms-swift 4.x needs ``trl<1.0``). Importing it
 without ms-swift fails with one line naming the install. Usage: docs/swift.md.
 """
 

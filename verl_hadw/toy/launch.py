@@ -137,10 +137,10 @@ def table_printer(out=sys.stdout):
 
     def on_line(line: str) -> None:
         for step, values in parse_steps(line).items():
-            cells = [
+            columns = [
                 fmt.format(step if metric is None else values.get(metric, float("nan"))) for _, metric, fmt in TABLE
             ]
-            out.write(" ".join(cells) + "\n")
+            out.write(" ".join(columns) + "\n")
             out.flush()
 
     return on_line

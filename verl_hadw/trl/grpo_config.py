@@ -82,6 +82,6 @@ def fields_table() -> str:
     rows = ["| field | verl key | default | meaning |", "|---|---|---|---|"]
     for name, (path, f) in declared_fields().items():
         default = "None" if f.default is None else repr(f.default)
-        doc = f.metadata["doc"].replace("|", "\\|")  # a table cell
+        doc = f.metadata["doc"].replace("|", "\\|")  # inside a table
         rows.append(f"| `{name}` | `algorithm.{path}` | `{default}` | {doc} |")
     return "\n".join(rows)

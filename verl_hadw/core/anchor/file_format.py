@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 STATE_FILE = "verl_hadw_anchor.json"
-# A real anchor file is a few kB (window + 1 values twice, the options); 64 MiB leaves room for windows of millions
+# A real anchor file is a few kB (window + 1 values twice, the options); 64 MiB leaves space for windows of millions
 # of steps, and stops a symlink to /dev/zero or a runaway file from being read without end.
 MAX_FILE_BYTES = 64 * 1024 * 1024
 

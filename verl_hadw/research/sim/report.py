@@ -128,9 +128,9 @@ def comparisons_markdown(rows: list[dict]) -> str:
     lines = ["| comparison | Δ final acc (wins) | Δ hard-tercile acc (wins) | Δ held-out acc (wins) |",
              "|---|---|---|---|"]
     for r in rows:
-        cells = [f"{_pm(r[f'{f}_diff'], r[f'{f}_diff_sd'])} ({r[f'{f}_wins']}/{r['seeds']})"
+        columns = [f"{_pm(r[f'{f}_diff'], r[f'{f}_diff_sd'])} ({r[f'{f}_wins']}/{r['seeds']})"
                  for f in ("acc_train", "acc_hard", "acc_heldout")]
-        lines.append(f"| {r['comparison']} | " + " | ".join(cells) + " |")
+        lines.append(f"| {r['comparison']} | " + " | ".join(columns) + " |")
     return "\n".join(lines)
 
 

@@ -10,7 +10,7 @@ the v1 callback's file). A resumed process first reaches the estimator at step S
 built: ``load`` then restores the snapshot of the ``global_step_N`` folder verl resumed from, found the way verl
 finds it (verl 0.9.0's and 0.9.1's ``_load_checkpoint`` resolve it alike, in both trainers).
 
-The trainer keys come from the ``trainer`` node the config room read beside the ``algorithm`` node verl passes
+The trainer keys come from the ``trainer`` node the config package read beside the ``algorithm`` node verl passes
 (``config.call_config.CallConfig``); ``from_call`` reads them when the estimator builds the client.
 """
 

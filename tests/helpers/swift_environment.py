@@ -1,0 +1,97 @@
+"""The ms-swift environments: the ``[swift]`` extra installs into an environment where ms-swift went first and changes
+nothing there; that environment passes the swift adapter's tests and the core's. One environment per end of
+``SWIFT_RANGE`` (ms-swift 4.x pins ``trl<1.0``: it never shares the test environment, which holds TRL 1.x).
+
+    python tests/helpers/swift_environment.py VERSION WORKDIR [--lean]
+
+A script, not a test file: the session's stage runs it in the background beside the other tests (it waits on pip
+much of its time), and ``tests/swift_adapter/test_swift_environment.py`` reads its exit code and output; an assertion
+here fails it.
+
+A fresh virtualenv gets ms-swift ``VERSION`` first, with CPU torch and ``msgspec`` (swift imports it without
+declaring it), as a swift user's machine has them (uv lays it, from its cache); then this checkout's ``[swift]``
+extra, with pip. ``pip freeze`` before and
+after: ``verl-hadw`` added, nothing else added or changed, none of verl, Ray, vLLM or TRL's adapter's TRL 1.x. Then
+pytest (pinned to what is installed), and ``tests/swift_adapter/`` (the adapter, end to end through swift's pipeline
+and ``verl-hadw-swift rlhf`` on two CPU ranks; but the environments' reader), ``tests/core/`` (the equations, the
+anchor, the file format) and ``tests/hf_trainer/`` run there against the installed package. The HA-DW / DGPO runs'
+records are kept under ``WORKDIR/records`` for ``test_swift_environment.py``'s comparison with TRL's adapter and
+verl's estimator. ``--lean`` (the oldest release's
+environment, for CI's time): the command-line run on one rank instead of two, the switched-off comparison under swift's
+``dapo`` loss only, the kill during a save at one moment (``trainer_state``), and not the packed batch (built by
+swift 4.6's collate); the newest release's environment runs all of it.
+"""
+
+import re
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from environment_shell import freeze, sh
+from repo_paths import ROOT, TESTS
+
+FORBIDDEN = {"verl", "ray", "vllm", "wandb"}
+FOLDERS = ("core", "swift_adapter", "hf_trainer")  # the tests/ folders run here, those present
+READER = TESTS / "swift_adapter" / "test_swift_environment.py"  # reads this script's output (in the test environment)
+PACKED = TESTS / "swift_adapter" / "test_swift_packed_batches.py"  # swift 4.6's collate: not in the oldest environment
+
+
+def main(version: str, workdir: Path, lean: bool = False) -> int:
+    timings, tag = {}, f"[swift {version}]"
+    venv = workdir / "venv"
+    start = time.monotonic()
+    # The swift user's environment as it was before our extra: laid by uv from its cache (seconds, where pip takes
+    # ~100 s unpacking torch), with pip in it (--seed); our extra then goes in with pip, as a user installs it.
+    uv = Path(sys.executable).with_name("uv")
+    sh(uv, "venv", "-q", "--seed", "--python", sys.executable, venv)
+    python = venv / "bin" / "python"
+    sh(uv, "pip", "install", "-q", "--python", python, "-c", ROOT / "constraints-cpu.txt", f"ms-swift=={version}",
+       "msgspec")
+    timings["ms-swift first"] = time.monotonic() - start
+    before = freeze(python)
+    assert before["ms-swift"] == version and "trl" in before
+
+    start = time.monotonic()
+    # from a copy of the checkout: pip builds in the source tree, and the other environment builds from this one
+    source = workdir / "source"
+    top = {".git", ".venv", "build", "site", "outputs", "runs", "data"}  # the checkout's own, none of the package
+    shutil.copytree(ROOT, source, ignore=lambda folder, names: [
+        n for n in names if n == "__pycache__" or n.endswith(".egg-info") or (Path(folder) == ROOT and n in top)])
+    sh(python, "-m", "pip", "install", "-q", "--no-compile", f"{source}[swift]")  # no constraints: none may need one
+    timings["the [swift] extra"] = time.monotonic() - start
+    after = freeze(python)
+    # in CI's output (tests/swift_adapter/test_swift_environment.py prints this script's output), passed or not
+    print(f"\n{tag} pip freeze before: " + " ".join(f"{k}=={v}" for k, v in sorted(before.items())))
+    print(f"{tag} pip freeze after:  " + " ".join(f"{k}=={v}" for k, v in sorted(after.items())))
+    changed = {k: (v, after.get(k)) for k, v in before.items() if after.get(k) != v}
+    assert changed == {}, f"installed versions changed: {changed}"
+    added = sorted(after.keys() - before.keys())
+    print(f"{tag} added: {added}", flush=True)
+    assert added == ["verl-hadw"], added
+    assert not FORBIDDEN & set(after), sorted(FORBIDDEN & set(after))
+
+    sh(python, "-c", "import sys, verl_hadw.swift_adapter.grpo_trainer; loaded = set(sys.modules); "
+                     "assert not {'verl', 'ray', 'verl_hadw.trl', 'verl_hadw.verl_adapter'} & loaded, loaded")
+
+    start = time.monotonic()
+    pins = workdir / "installed.txt"
+    pins.write_text("".join(f"{k}=={v}\n" for k, v in after.items() if re.fullmatch(r"[0-9][0-9a-z.+]*", v)))
+    sh(python, "-m", "pip", "install", "-q", "--no-compile", "-c", pins, "pytest")
+    folders = [str((TESTS / name).relative_to(ROOT)) for name in FOLDERS if (TESTS / name).is_dir()]  # by path
+    subset = ["-k", "(not switched_off or dapo) and (not moment_of_a_save or trainer_state)",
+              "--ignore", str(PACKED.relative_to(ROOT))] if lean else []
+    out = sh(venv / "bin" / "pytest", "-q", "-rA", "-s", "-p", "no:cacheprovider", "--basetemp", workdir / "pytest",
+             *subset, "--ignore", READER.relative_to(ROOT), *folders, cwd=ROOT,
+             env={"SWIFT_ENV_KEEP": str(workdir / "records"), "SWIFT_ENV_RANKS": "1" if lean else "2"})
+    timings[f"pytest ({' '.join(folders)})"] = time.monotonic() - start
+    keep = ("PASSED ", "[swift environment]")
+    print("\n".join(line for line in out.splitlines() if line.startswith(keep) or re.match(r"^\d+ passed", line)))
+    print(f"{tag} records: {workdir / 'records'}")
+    print(f"{tag} timings (s): " + ", ".join(f"{k} {v:.0f}" for k, v in timings.items()))
+    print(f"{tag} every check passed", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1], Path(sys.argv[2]).resolve(), lean="--lean" in sys.argv[3:]))
