@@ -146,7 +146,7 @@ def test_an_accuracy_read_from_a_function_the_advantage_weighs_by_zero_or_less_i
 
 
 def test_dgpo_resumed_from_a_checkpoint_that_records_no_method_says_so(tmp_path):
-    """Issue 42: HA-DW refuses a checkpoint without an anchor file; DGPO continued from it without a word."""
+    """HA-DW refuses a checkpoint without an anchor file; DGPO continued from it without a word."""
     folder = tmp_path / "checkpoint-2"
     folder.mkdir()
     (folder / "trainer_state.json").write_text(json.dumps({"global_step": 2}))
@@ -159,7 +159,7 @@ def test_dgpo_resumed_from_a_checkpoint_that_records_no_method_says_so(tmp_path)
 
 @pytest.mark.parametrize("estimator", ["hadw", "dgpo"])
 def test_the_anchor_file_is_in_the_checkpoint_before_the_frameworks_save_begins(tmp_path, estimator):
-    """Issue 42: written after the framework's save, the anchor could be lost (older checkpoints already removed,
+    """Written after the framework's save, the anchor could be lost (older checkpoints already removed,
     swift's last-checkpoint link already moved). Now the folder holds it when the framework's save begins, and a save
     cut off before the framework's last file leaves a partial checkpoint that a resume refuses naming the newest whole
     one."""

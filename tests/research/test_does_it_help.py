@@ -1,4 +1,4 @@
-"""``docs/does-it-help.md`` (issue 43): its tables are generated from the study's CSVs and locked to them; every block
+"""``docs/does-it-help.md``: its tables are generated from the study's CSVs and locked to them; every block
 reads the right rows (on made-up runs with a known effect); the study's gzipped CSVs read back as written."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``verl-hadw study --trainer trl`` (issue 43): the statistics on made-up scores (Holm, the paired tests, the
+"""``verl-hadw study --trainer trl``: the statistics on made-up scores (Holm, the paired tests, the
 smallest difference the design resolves, checked by simulation), and the quick study end to end: every method runs
 in a process of its own, paired by seed (the same initial weights and the same prompts in the same order), the four
 tables have the rows the page reads, and a run rerun from its spec reproduces its files bit for bit."""

@@ -88,7 +88,7 @@ def test_each_swift_setting_the_methods_cannot_honour_is_refused_in_one_line(ass
     ({}, "--loss_type grpo averages each completion over its own length first"),  # swift's default under GRPO
     ({"loss_type": "bnpo"}, "--loss_type bnpo divides by each process's micro-batch tokens"),
     ({"loss_type": "dapo", "steps_per_generation": 2}, "--steps_per_generation 2 with --gradient_accumulation_steps 1"),
-    # issue 42: swift drops these tokens inside its loss, after the advantages; num_items_in_batch still counts them
+    # swift drops these tokens inside its loss, after the advantages; num_items_in_batch still counts them
     ({"loss_type": "dapo", "overlong_filter": "true"}, "--overlong_filter true drops truncated completions' tokens: "
                                                        "it drops loss tokens inside the loss"),
     ({"loss_type": "dapo", "top_entropy_quantile": 0.2}, "--top_entropy_quantile 0.2 trains only each micro-batch's "
@@ -132,7 +132,6 @@ def test_the_paths_a_swift_user_names_load_from_the_install():
     assert script.value == "verl_hadw.swift_adapter.cli:main" and callable(script.load()) and callable(rlhf_main)
 
 
-# ---------------------------------------------------------------------------------------- issue 42 (part)
 def written(out: Path) -> list[Path]:
     """What a run left in its output folder beyond what swift's argument parsing writes: checkpoints, anchor files."""
     return [*out.rglob("checkpoint-*"), *out.rglob("verl_hadw_anchor.json")] if out.exists() else []
@@ -162,7 +161,7 @@ def test_verl_hadw_swift_help_and_an_unknown_subcommand_say_what_runs(capsys):
     (["--reward_weights", "0"], r"--reward_weights 0.0 weighs a reward function by 0 or less (0.0 for 'toy_accuracy')"),
 ])
 def test_what_a_swift_user_types_is_refused_at_parse_time_in_the_words_they_typed(assets, tmp_path, flags, message):
-    """Issue 42: each of these failed later, or named only swift's words, or gave advice the command line refuses."""
+    """Each of these failed later, or named only swift's words, or gave advice the command line refuses."""
     with pytest.raises(ConfigError) as refused:
         parse(argv(assets, tmp_path, *flags))
     assert message in str(refused.value)
@@ -194,7 +193,7 @@ def test_a_config_file_given_first_reaches_our_flags(assets, tmp_path):
 
 @pytest.mark.parametrize("tuner", ["full", "lora"])
 def test_a_partial_checkpoint_is_refused_before_swift_loads_from_it(assets, tmp_path, tuner):
-    """Issue 42: swift loads a LoRA adapter from --resume_from_checkpoint while it prepares the model, before its
+    """Swift loads a LoRA adapter from --resume_from_checkpoint while it prepares the model, before its
     trainer exists; a checkpoint whose save was cut off (no trainer_state.json) ended in safetensors' "incomplete
     metadata". Refused at parse time, naming the newest whole checkpoint; so is the last-checkpoint link once its
     target is gone (swift's own parser stopped on it with a bare FileNotFoundError)."""

@@ -83,7 +83,7 @@ def verl_advantages(t, estimator, call) -> torch.Tensor:
 @pytest.mark.parametrize("name", list(RUNS))
 def test_the_same_batch_gives_the_same_advantages_through_swift_trl_and_verl(e2e, tmp_path, name):
     """Each generation batch swift trained on, replayed in order from a fresh anchor through TRL's adapter and verl's
-    estimator, starting from what swift itself held (issue 42: not from the swift adapter's own intermediate values):
+    estimator, starting from what swift itself held (not from the swift adapter's own intermediate values):
     the rewards scored again from swift's completions, the loss tokens of swift's masks, whose sum is swift's
     num_items_in_batch. TRL's adapter runs the same function as swift's (``generation_advantages``): equal exactly;
     verl's estimator: within 1e-6. The three runs use the same options (the toy run's: GRPO's std, the default

@@ -1,4 +1,4 @@
-"""A ``verl-hadw-swift rlhf`` run killed (SIGKILL) at each moment of checkpoint-2's save loses nothing (issue 42).
+"""A ``verl-hadw-swift rlhf`` run killed (SIGKILL) at each moment of checkpoint-2's save loses nothing.
 
 The anchor file is in checkpoint-2 before the Trainer writes its own files: before ``--save_total_limit 1`` removes
 checkpoint-1 and before swift moves its ``last-checkpoint`` link. A save cut off before the Trainer's last file

@@ -1,4 +1,4 @@
-"""``--padding_free true`` / ``--packing true`` (issue 42): swift packs a micro-batch's completions into one row, which
+"""``--padding_free true`` / ``--packing true``: swift packs a micro-batch's completions into one row, which
 needs flash-attn, so it cannot train on CPU. What the adapter reads of that batch can be shown: swift 4.6's own
 template packs the completions (its ``data_collator`` in padding-free mode) and its own collate builds the micro-batch
 ``_compute_advantages`` receives; swift pads the completion mask back to one row per completion, so the adapter's loss

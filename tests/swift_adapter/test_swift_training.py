@@ -14,7 +14,7 @@ from verl_hadw.toy.task import compute_score
 def holds_what_swift_holds(calls: list[dict]) -> None:
     """Each call's inputs are swift's own: the rewards are the toy scorer's of swift's completions, and the loss tokens
     the adapter read are those of swift's masks, which sum to swift's num_items_in_batch (what its token-mean losses
-    divide by; issue 42: a +1 planted in every row of the adapter's count passed every test)."""
+    divide by; a +1 planted in every row of the adapter's count passed every test)."""
     for call in calls:
         assert call["rewards"] == [[compute_score("toy", c, s)] for c, s in zip(call["completions"], call["solutions"],
                                                                                  strict=True)]
@@ -102,7 +102,7 @@ def test_the_command_line_trains_hadw_and_every_rank_holds_the_same_anchor(asset
 
 
 def test_a_derived_steps_per_generation_is_checked_where_swift_decides_it(assets, tmp_path):
-    """Issue 42: --generation_batch_size 16 with --per_device_train_batch_size 8 and GA 1 is --steps_per_generation
+    """--generation_batch_size 16 with --per_device_train_batch_size 8 and GA 1 is --steps_per_generation
     2, which DGPO's valid-token averaging refuses; the flag check before a model loads sees no such flag, so the
     trainer swift builds checks the value swift derived (before a step is trained or anything saved)."""
     from verl_hadw.core.errors import ConfigError
@@ -116,7 +116,7 @@ def test_a_derived_steps_per_generation_is_checked_where_swift_decides_it(assets
 
 
 def test_a_reward_function_returning_text_is_named(assets, tmp_path):
-    """Issue 42: swift's own tensor conversion said "too many dimensions 'str'", naming no function; the trainer's
+    """Swift's own tensor conversion said "too many dimensions 'str'", naming no function; the trainer's
     reward functions are checked while swift scores a generation batch (before the anchor observes it)."""
     from repo_paths import HELPERS, ROOT
 

@@ -97,7 +97,7 @@ def test_loss_type_is_exact_or_refused_under_dgpo(loss_type):
 
 
 def test_tokens_dropped_inside_the_loss_are_refused_under_dgpos_valid_token_averaging():
-    """Issue 42: TRL's top_entropy_quantile < 1 multiplies the per-token loss by each micro-batch's entropy mask while
+    """TRL's top_entropy_quantile < 1 multiplies the per-token loss by each micro-batch's entropy mask while
     dapo's loss still divides by num_items_in_batch: T_valid would count tokens the loss does not train."""
     refused(r"top_entropy_quantile=0.2 trains only each micro-batch's high-entropy tokens: it drops loss tokens inside "
             r"the loss.*dgpo_valid_token_norm=False", adv_estimator="dgpo", loss_type="dapo", top_entropy_quantile=0.2)
@@ -269,7 +269,7 @@ def test_resume_without_an_anchor_file(tmp_path, caplog):
     with caplog.at_level(logging.WARNING):
         anchor.start(str(empty))
     assert anchor.state.open_step is None and "hadw_allow_missing_state=True: continuing with a fresh" in caplog.text
-    # no trainer_state.json: transformers 5.x stops on it after loading the weights (issue 42: the adapter warned
+    # no trainer_state.json: transformers 5.x stops on it after loading the weights (the adapter warned
     # "TRL restarts at step 0 with its weights only"); refused first, naming the newest whole checkpoint
     weights_only = tmp_path / "weights"
     weights_only.mkdir()

@@ -1,4 +1,4 @@
-"""A TRL run killed (SIGKILL) at each moment of checkpoint-2's save loses nothing (issue 42).
+"""A TRL run killed (SIGKILL) at each moment of checkpoint-2's save loses nothing.
 
 The anchor file is in checkpoint-2 before the Trainer writes its own files, so before ``save_total_limit=1`` removes
 checkpoint-1. A save cut off before the Trainer's last file (``trainer_state.json``) leaves a partial checkpoint-2:

@@ -1,4 +1,4 @@
-"""Issue 38 under TRL: no wrong input trains silently, and every message is true.
+"""Under TRL: no wrong input trains silently, and every message is true.
 
 A config changed after it was built is checked again by the trainer; NaN or infinite reward weights are refused
 naming the weight; a reward function returning text is named with the type; ``accuracy_reward_index`` accepts numpy
@@ -63,7 +63,7 @@ def test_reward_weights_that_are_not_finite_are_refused(tmp_path, weights):
     ([-1.0, 1.0], 0, r"gives the accuracy reward function number 0 \(accuracy_reward_index=0\) the weight -1.0"),
 ])
 def test_an_accuracy_read_from_a_function_weighed_by_zero_or_less_is_refused(tmp_path, weights, index, said):
-    """Issue 42: with --reward_weights 0 on its only function the anchor read an accuracy of 0.0 and trained."""
+    """With --reward_weights 0 on its only function the anchor read an accuracy of 0.0 and trained."""
     def style(completions, **kwargs):
         return [0.5] * len(completions)
 

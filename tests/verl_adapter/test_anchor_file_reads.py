@@ -1,4 +1,4 @@
-"""Anchor files are read only as bounded regular files (issue 28): a FIFO, a symlink to /dev/zero, a directory, a
+"""Anchor files are read only as bounded regular files: a FIFO, a symlink to /dev/zero, a directory, a
 file beyond the size cap or JSON nested past the parser's depth is an ``AnchorFileError`` naming the path, never a
 read without end, a hang or a RecursionError. Swept over every reader: the v1 callback's resume, the legacy
 trainer's snapshots, the search for an earlier checkpoint, TRL's anchor file and its trainer_state.json."""

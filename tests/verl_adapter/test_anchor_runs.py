@@ -1,4 +1,4 @@
-"""One ``state_key``, one run at a time in a process (issue 28): a run whose anchor a later run of the same key took
+"""One ``state_key``, one run at a time in a process: a run whose anchor a later run of the same key took
 over is refused at its next call, with a message naming the key and what to set, never served from the other run's
 anchor. Runs one after the other (a sweep, a notebook) and a resume in the same process go on as before."""
 

@@ -1,4 +1,4 @@
-"""Damaged anchor files on resume, anchor-config changes between runs, and failed saves (issue 10, item 3)."""
+"""Damaged anchor files on resume, anchor-config changes between runs, and failed saves."""
 
 import errno
 import json
@@ -253,7 +253,7 @@ def test_a_failed_save_says_the_real_cause_not_a_full_disk(tmp_path, blocker, ca
 
 @pytest.mark.parametrize("estimator, said", [("dgpo", True), ("grpo", False)])
 def test_dgpo_resumed_from_a_checkpoint_that_records_no_method_says_so(tmp_path, recwarn, estimator, said):
-    """Issue 42, verl's v1 callback: a checkpoint with no anchor file (an HA-DW run would refuse it) is said under
+    """A checkpoint with no anchor file (an HA-DW run would refuse it) is said under
     DGPO; verl's own estimators are verl's business."""
     from omegaconf import OmegaConf
 
@@ -286,7 +286,7 @@ def _step(cfg, step: int) -> dict:
 
 
 def test_a_kill_between_verls_tracker_and_on_save_loses_no_anchor(tmp_path, caplog):
-    """Issue 42: verl's v1 trainer writes global_step_N, removes older checkpoints' weights (max_actor_ckpt_to_keep)
+    """Verl's v1 trainer writes global_step_N, removes older checkpoints' weights (max_actor_ckpt_to_keep)
     and names N in its tracker file before it calls on_save, which wrote the anchor: killed in between, the checkpoint
     verl resumes from had no anchor, and with one checkpoint kept none had. The anchor is now staged after each step's
     observation, before verl's save begins; the resume reads it, and step 3 equals the uninterrupted run's."""

@@ -1,4 +1,4 @@
-"""The remaining corners of issue 15 (item 5), tested by class: each ends in a clear error or a defined behaviour.
+"""The remaining corners, tested by class: each ends in a clear error or a defined behaviour.
 
 - masks: a floating-point ``response_mask`` with NaN/Inf or values outside [0, 1];
 - magnitudes: scores too large for float32 group statistics, non-finite scores, Φ overflow under reward difficulty;

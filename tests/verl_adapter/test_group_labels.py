@@ -1,4 +1,4 @@
-"""Group labels are grouped exactly as verl's own ``grpo`` groups them, by equality (issue 28): floats, ``"7"``
+"""Group labels are grouped exactly as verl's own ``grpo`` groups them, by equality: floats, ``"7"``
 beside ``"007"``, ``1`` beside ``"1"`` and ``None`` stay apart, ``1``, ``1.0`` and ``True`` are one group; labels it
 cannot group (NaN, a pair or a list per row) are refused with a message. Ids do not depend on the row order."""
 

@@ -1,4 +1,4 @@
-"""A call reads the host once per decision, not once per check (issue 37), held without a GPU.
+"""A call reads the host once per decision, not once per check, held without a GPU.
 
 On a GPU every read of a device value by the host (``.item()``, ``bool(t)``, ``.tolist()``, a boolean mask, a
 ``nonzero`` or ``unique`` whose size depends on the data) waits for the queue to empty. ``HostReads`` counts, on
@@ -37,7 +37,7 @@ READS = {"item", "tolist", "cpu", "numpy", "__bool__", "__float__", "__int__", "
 INDEXING = {"__getitem__", "__setitem__", "index_put", "index_put_"}
 FACTORIES = {"zeros", "ones", "empty", "full", "arange", "rand", "randn", "randint"}  # a size given as a tensor: read
 PADDING_EXTRA = 1
-# each case's host reads per call without padding rows: docs/performance.md's "after" column (issue 37)
+# each case's host reads per call without padding rows: docs/performance.md's "after" column
 READS_PER_CALL = {"hadw": 2, "hadw-threshold": 3, "hadw-normalize-phi": 2, "hadw-reward-difficulty": 2,
                   "hadw-over-dgpo": 2, "hadw-over-dgpo-two-thresholds": 3, "dgpo": 2, "dgpo-threshold": 2,
                   "dgpo-without-dqw": 2}
@@ -181,7 +181,7 @@ def test_the_usual_calls_read_the_host_twice():
 
 
 def test_the_step_by_step_path_reads_the_host_per_check():
-    # what every call paid before issue 37, and what a refused batch still pays: the counter sees each read
+    # what every call paid before one read per decision, and what a refused batch still pays: the counter sees each read
     rewards, mask, index = batch()
     with HostReads() as reads:
         core_groups._stepwise_batch(rewards, mask, index, True)
@@ -210,7 +210,7 @@ def test_the_counter_sees_each_kind_of_read():
     with HostReads() as reads:
         x.sum().item(), bool(x.any()), float(x[0]), int(x[1]), x.tolist(), x.cpu().numpy()
         x[flags], x.nonzero(), torch.unique(x), torch.where(flags), torch.bincount(x.long())
-        x.to("cpu"), x[:torch.tensor(2)], torch.tensor([x[0], x[1]]), torch.zeros(torch.tensor(3))  # issue 42
+        x.to("cpu"), x[:torch.tensor(2)], torch.tensor([x[0], x[1]]), torch.zeros(torch.tensor(3))
         x[torch.tensor([0, 2])], torch.where(flags, x, 0.0), torch.nonzero_static(flags, size=2)  # none of these
         x.to(torch.float64), torch.zeros(3), torch.tensor([1.0, 2.0])  # nor these
     assert reads.sites == ["item", "__bool__", "__float__", "__int__", "tolist", "cpu", "__getitem__", "nonzero",

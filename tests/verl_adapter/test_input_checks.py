@@ -1,4 +1,4 @@
-"""Malformed estimator inputs fail at the top with errors naming the argument (issue 10, item 4)."""
+"""Malformed estimator inputs fail at the top with errors naming the argument."""
 
 import pytest
 import torch

@@ -1,4 +1,4 @@
-"""A call that raises leaves the anchor exactly as it was (issue 28): every refusal of the estimators, swept.
+"""A call that raises leaves the anchor exactly as it was: every refusal of the estimators, swept.
 
 Each case refuses one call at step 2 of a three-step run, between step 1 and step 2's good call: the anchor's state
 and its (step, call) ids are equal before and after the refused call, nothing is logged for it, and the run then

@@ -1,4 +1,4 @@
-"""Issue 38's resumes: what the anchor's accuracy is read from is recorded and checked, a checkpoint of another
+"""The resumes: what the anchor's accuracy is read from is recorded and checked, a checkpoint of another
 ``state_key`` is said, a refused switch names the way back, a broken link is named as one, and a callback built in
 code silences the "saved in no checkpoint" warning. Every refusal leaves the files and the anchor as they were."""
 
@@ -41,7 +41,7 @@ def save(root: Path, step: int, record) -> Path:
 @pytest.mark.parametrize("saved, resumed, change", [
     ({"accuracy_reward_index": 0}, {"accuracy_reward_index": 1}, "accuracy_reward_index: 0 -> 1"),
     ({"weights": (1.0, 1.0)}, {"weights": (1.0, 0.5)}, "reward_weights: [1.0, 1.0] -> [1.0, 0.5]"),
-    # issue 42: saved with reward_funcs=[acc, short], resumed with [short, acc] and the same index: y_t would be read
+    # saved with reward_funcs=[acc, short], resumed with [short, acc] and the same index: y_t would be read
     # from another function
     ({"accuracy_reward_index": 0}, {"accuracy_reward_index": 0, "funcs": ("short", "acc")},
      "reward_funcs: ['acc', 'short'] -> ['short', 'acc']"),
@@ -69,7 +69,7 @@ def test_a_file_without_the_reward_columns_still_resumes(tmp_path, caplog):
 
 
 def test_a_file_of_the_previous_release_resumes_without_the_reward_functions_names(tmp_path, caplog):
-    """Issue 38's files record the index and the weights, not the names (REWARD_FUNCS): they still resume."""
+    """The files record the index and the weights, not the names (REWARD_FUNCS): they still resume."""
     folder = save(tmp_path, 2, anchor(tmp_path, accuracy_reward_index=0))
     data = json.loads((folder / STATE_FILE).read_text())
     del data["options"][REWARD_FUNCS]

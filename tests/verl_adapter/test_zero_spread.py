@@ -1,4 +1,4 @@
-"""Zero-spread groups (issue 15, item 4): a group of >= 2 valid responses whose scores are all equal gets an
+"""Zero-spread groups: a group of >= 2 valid responses whose scores are all equal gets an
 advantage of exactly 0 under every estimator and option, for binary, signed and continuous rewards.
 
 verl's ``grpo`` (and the authors' released code) computes (s - mean)/(std + ε): when the group mean rounds
@@ -52,7 +52,7 @@ def test_verl_grpo_turns_equal_non_dyadic_scores_into_noise():
     """The deviation this file pins down: verl's own grpo gives non-zero advantages to 0.3 × 8."""
     rewards, mask, index = make_inputs([0.3] * 8, ["g"] * 8)
     verl_adv, _ = compute_grpo_outcome_advantage(rewards, mask, index)
-    assert row_adv(verl_adv, mask).abs().max() > 0.01  # measured: up to ~0.16 (issue 15)
+    assert row_adv(verl_adv, mask).abs().max() > 0.01  # measured: up to ~0.16
 
 
 @pytest.mark.parametrize("setup", SETUPS)
