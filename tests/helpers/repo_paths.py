@@ -2,7 +2,7 @@
 
 tests/ has no __init__.py (verl ships a top-level ``tests`` package): conftest.py puts this folder on ``sys.path``,
 so ``from repo_paths import ROOT`` works in every test, in a child pytest (own_process.py), in the framework
-environments' environments, and in the scripts of this folder run on their own (``python tests/helpers/...``).
+environments, and in the scripts of this folder run on their own (``python tests/helpers/...``).
 """
 
 from pathlib import Path
