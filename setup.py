@@ -47,11 +47,12 @@ EXTRAS = {
         "setuptools",
         "psutil",
         "ruff",
+        "mypy",
         "mkdocs>=1.6,<2",
         "twine",
         "uv",
     ],  # pytest-xdist: the quick loop on both cores (-n 2); build, twine: wheel and sdist checks; psutil: RSS;
-    # ruff: lint; mkdocs: the docs build (anchors need 1.6);
+    # ruff: lint; mypy: a TRL user's script type-checks (tests/trl/test_trl_types.py); mkdocs: the docs build (anchors need 1.6);
     # uv: the ms-swift environments lay their base environments (ms-swift first) from its cache in seconds
     # GPU-only, never installed on CPU machines: verl's own pins (vllm 0.24.0, torch 2.11.0, transformers 5.9.0,
     # its flash-attn build) through its extras.

@@ -63,8 +63,8 @@ def main() -> None:
     import ray
     import verl  # noqa: F401  (entry point registers hadw)
 
-    from verl_hadw.verl_adapter.anchor_home import anchor_client as anchor_client
-    from verl_hadw.verl_adapter.anchor_home.anchor_stores import LocalStore, RayStore
+    from verl_hadw.verl_adapter.anchor_store import client as anchor_client
+    from verl_hadw.verl_adapter.anchor_store.stores import LocalStore, RayStore
     from verl_hadw.verl_adapter.config.run_options import parse_run
     from verl_hadw.verl_adapter.estimators import compute_hadw_outcome_advantage
 

@@ -1,16 +1,8 @@
 """HA-DW (or DGPO) in TRL's GRPOTrainer on a tiny model built locally: no hub, no GPU, about 15 s on a CPU.
 
-    pip install -e ".[trl]"                          # from a clone, in TRL's environment
-    python examples/trl_hadw.py                      # HA-DW over GRPO
-    python examples/trl_hadw.py --estimator dgpo     # DGPO
-    python examples/trl_hadw.py --base dgpo          # HA-DW over DGPO
+    python examples/trl_hadw.py [--estimator dgpo] [--base dgpo]
 
-The model is the CPU demo's random 2-layer Qwen2 with a one-token-per-character tokenizer
-(``verl_hadw.toy.assets``); the task is the demo's "answer with one character from a given set", scored 1 or 0 by a
-plain Python reward function. Each step prints the batch's reward and HA-DW's anchor: its prior C⁻ (what this step's
-advantages were weighted against), its posterior C⁺ and the mean weight Φ. A TRL user's own script changes two
-names: ``GRPOConfig`` -> ``HadwGRPOConfig``, ``GRPOTrainer`` -> ``HadwGRPOTrainer``.
-"""
+Each step prints the batch's reward and HA-DW's anchor: its prior C⁻, its posterior C⁺ and the mean weight Φ."""
 
 from __future__ import annotations
 
@@ -83,8 +75,8 @@ def main(argv: list[str] | None = None) -> None:
                                   train_dataset=dataset, callbacks=[PrintSteps()])
         trainer.remove_callback(PrinterCallback)  # TRL's full log dict per step; PrintSteps prints a line
         trainer.train()
-        if trainer.anchor is not None:
-            state = trainer.anchor.state
+        if trainer.hadw_anchor is not None:
+            state = trainer.hadw_anchor.state
             where = args.output_dir or "a temporary folder (--output-dir keeps it)"
             print(f"anchor after {state.committed_steps + 1} generation batches: C+ {state.view().posterior:.3f}, "
                   f"saved with checkpoint-{args.steps} in {where} as verl_hadw_anchor.json")

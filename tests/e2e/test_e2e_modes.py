@@ -126,7 +126,7 @@ def test_separate_async_resume_continues_the_anchor(e2e):
 def test_separate_async_dgpo(e2e):
     """The smoke runs train HA-DW over DGPO (tests/helpers/e2e_runs.py's ASYNC_BASE): DGPO's metrics on every step,
     and the K calls of a separate_async step add up, every group of the step counted once. DGPO alone files its K calls
-    under the same trainer step (``steps.stateless_step``: test_verl_integration.py's
+    under the same trainer step (``process_state.stateless_step``: test_verl_integration.py's
     test_dgpo_alone_files_the_k_calls_of_a_trainer_step_under_that_step) and logs no HA-DW metric (the
     ``colocate_dgpo`` launch, test_e2e_cpu.py::test_v1_dgpo)."""
     _, _, _, first, second = smoke_phases(e2e)

@@ -1,6 +1,6 @@
 """verl 0.9.0's real ``main_ppo`` (v1 trainer, CPU): the anchor saved and restored without a checkpoint callback,
-and verl's ``gdpo`` slip stopped by the shipped YAMLs' Hydra start-up check before Ray starts (without that check,
-at the first advantage: tests/helpers/by_hand_e2e.py).
+and verl's ``gdpo`` with ``algorithm.dgpo.*`` set stopped by the shipped YAMLs' Hydra start-up check before Ray
+starts (without that check, at the first advantage: tests/helpers/by_hand_e2e.py).
 
 verl 0.9.0 has no ``trainer.checkpoint_callback_class`` (verl 0.9.1 added it): the demo config names the callback
 anyway, verl ignores it, and the estimator saves the anchor as per-step snapshots (``legacy_snapshots``). A run
@@ -16,12 +16,12 @@ import os
 import re
 
 import pytest
-from e2e_runs import SLIP, V090_SAVE, V090_STEPS, VERL_ADAPTER_TESTS
+from e2e_runs import GDPO_TYPO, V090_SAVE, V090_STEPS, VERL_ADAPTER_TESTS
 from e2e_stage import RAY_STARTED
 from pytest_summary import not_passed
 
 from verl_hadw.toy.launch import stable_metrics
-from verl_hadw.verl_adapter.anchor_home.legacy_snapshots import SNAPSHOT_DIR
+from verl_hadw.verl_adapter.anchor_store.legacy_snapshots import SNAPSHOT_DIR
 
 pytestmark = pytest.mark.slow
 launches = pytest.mark.e2e
@@ -53,10 +53,10 @@ def test_resume_on_verl_0_9_0_continues_the_run_exactly(e2e):
 
 
 @launches("v090_startup_check")
-def test_the_hydra_start_up_check_stops_the_slip_before_ray_on_verl_0_9_0(e2e):
+def test_the_hydra_start_up_check_stops_gdpo_dgpo_keys_before_ray_on_verl_0_9_0(e2e):
     run = e2e.result("v090_startup_check")
     assert run.code == 1
-    assert f"verl-hadw start-up check (hydra.callbacks.verl_hadw): ConfigError: {SLIP}" in run.log
+    assert f"verl-hadw start-up check (hydra.callbacks.verl_hadw): ConfigError: {GDPO_TYPO}" in run.log
     assert RAY_STARTED not in run.log and not run.steps
 
 

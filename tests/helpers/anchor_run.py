@@ -25,7 +25,7 @@ def kill_actor(name: str) -> None:
     """Kill the named actor and return once it is gone."""
     import ray
 
-    from verl_hadw.verl_adapter.anchor_home.anchor_stores import wait_until_released
+    from verl_hadw.verl_adapter.anchor_store.stores import wait_until_released
 
     ray.kill(ray.get_actor(name))
     wait_until_released(name, timeout=300)

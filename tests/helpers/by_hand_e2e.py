@@ -5,12 +5,12 @@ spends:
 - ``verl-hadw study --quick`` through verl's real ``main_ppo`` (~170 core-s: hadw, then grpo at HA-DW's measured
   Φ × lr). CI keeps the statistics, tables and plot on made-up runs (tests/research/test_study.py); ``toy.launch.run``,
   the study's one call into main_ppo, runs in every launch.
-- the ``gdpo`` slip (``algorithm.adv_estimator=gdpo`` with ``+algorithm.dgpo.temperature=2.0``) without the Hydra
-  start-up check: on verl 0.9.0 (no callback can load) and on 0.9.1 without the callback it is stopped at the first
+- ``algorithm.adv_estimator=gdpo`` with ``+algorithm.dgpo.temperature=2.0``, without the Hydra start-up check: on verl
+  0.9.0 (no callback can load) and on 0.9.1 without the callback it is stopped at the first
   advantage (~86 core-s each: the workers start and roll out the first batch); on 0.9.1 with the callback, where verl
   builds it (~37 core-s: Ray and TransferQueue have started). CI keeps the same guard at unit level
-  (tests/verl_adapter/test_gdpo_slip.py, tests/verl_adapter/test_verl_versions.py) and the Hydra start-up check on
-  0.9.0's main_ppo (tests/e2e/test_verl090_e2e.py), which stops it before Ray on 0.9.1 too
+  (tests/verl_adapter/test_gdpo_with_dgpo_options.py, tests/verl_adapter/test_verl_versions.py) and the Hydra start-up
+  check on 0.9.0's main_ppo (tests/e2e/test_verl090_e2e.py), which stops it before Ray on 0.9.1 too
   (tests/verl_adapter/test_verl_versions.py).
 - verl's legacy trainer (``trainer.use_v1=false``) end to end: 3 steps with the anchor snapshotted at each
   checkpoint, and a run resumed from the step-2 checkpoint that logs the same anchor values at step 3 (~175 core-s,
@@ -25,7 +25,7 @@ import csv
 import json
 
 import pytest
-from e2e_runs import HALF, SLIP, STRAIGHT
+from e2e_runs import GDPO_TYPO, HALF, STRAIGHT
 from e2e_stage import RAY_STARTED
 
 from verl_hadw.research import study
@@ -63,23 +63,23 @@ def test_quick_study_through_main_ppo(e2e):
 
 
 @pytest.mark.slow
-@pytest.mark.e2e("v090_gdpo_slip")
-def test_gdpo_slip_on_verl_0_9_0_stops_before_the_first_update(e2e):
+@pytest.mark.e2e("v090_gdpo_dgpo_keys")
+def test_gdpo_dgpo_keys_on_verl_0_9_0_stops_before_the_first_update(e2e):
     """No start-up check at all (0.9.0 cannot load the callback, the Hydra check removed): the guard in front of
     verl's gdpo stops the first advantage."""
-    run = e2e.result("v090_gdpo_slip")
-    assert run.code != 0 and SLIP in run.log
+    run = e2e.result("v090_gdpo_dgpo_keys")
+    assert run.code != 0 and GDPO_TYPO in run.log
     assert RAY_STARTED in run.log and "verl-hadw start-up check" not in run.log  # it got as far as the trainer
     assert "GDPO requires 'algorithm.gdpo_reward_keys'" not in run.log  # verl's own assertion never ran
     assert not run.steps  # no step finished: the estimator runs before the step's actor update
 
 
 @pytest.mark.slow
-@pytest.mark.e2e("v091_gdpo_slip_callback")
-def test_gdpo_slip_on_verl_0_9_1_stops_where_verl_builds_the_callback(e2e):
+@pytest.mark.e2e("v091_gdpo_dgpo_keys_callback")
+def test_gdpo_dgpo_keys_on_verl_0_9_1_stops_where_verl_builds_the_callback(e2e):
     """The Hydra check removed, the callback left: verl builds it in its driver (a Ray actor) before any worker."""
-    run = e2e.result("v091_gdpo_slip_callback")
-    assert run.code != 0 and SLIP in run.log
+    run = e2e.result("v091_gdpo_dgpo_keys_callback")
+    assert run.code != 0 and GDPO_TYPO in run.log
     assert RAY_STARTED in run.log and "verl-hadw start-up check" not in run.log  # in verl's driver, not before Ray
     assert "GDPO requires 'algorithm.gdpo_reward_keys'" not in run.log and not run.steps
     assert "verl_hadw/verl_adapter/checkpoint_callback.py" in run.log  # raised where verl built the callback
@@ -87,12 +87,12 @@ def test_gdpo_slip_on_verl_0_9_1_stops_where_verl_builds_the_callback(e2e):
 
 
 @pytest.mark.slow
-@pytest.mark.e2e("v091_gdpo_slip")
-def test_gdpo_slip_on_verl_0_9_1_without_the_callback_stops_before_the_first_update(e2e):
+@pytest.mark.e2e("v091_gdpo_dgpo_keys")
+def test_gdpo_dgpo_keys_on_verl_0_9_1_without_the_callback_stops_before_the_first_update(e2e):
     """No start-up check at all (no callback, no Hydra check): the guard in front of verl's gdpo stops the first
     advantage."""
-    run = e2e.result("v091_gdpo_slip")
-    assert run.code != 0 and SLIP in run.log
+    run = e2e.result("v091_gdpo_dgpo_keys")
+    assert run.code != 0 and GDPO_TYPO in run.log
     assert RAY_STARTED in run.log and "verl-hadw start-up check" not in run.log  # it got as far as the trainer
     assert "GDPO requires 'algorithm.gdpo_reward_keys'" not in run.log  # verl's own assertion never ran
     assert not run.steps  # no step finished: the estimator runs before the step's actor update

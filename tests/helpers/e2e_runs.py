@@ -33,7 +33,7 @@ from repo_paths import HELPERS, ROOT, TESTS
 from verl_hadw.core.anchor.file_format import STATE_FILE
 from verl_hadw.toy.launch import parse_steps, run, stream
 from verl_hadw.toy.modes import requested_mode
-from verl_hadw.verl_adapter.anchor_home.legacy_snapshots import SNAPSHOT_DIR
+from verl_hadw.verl_adapter.anchor_store.legacy_snapshots import SNAPSHOT_DIR
 
 PROMPTS = 8  # prompts per step in these runs
 LEGACY = ["trainer.use_v1=false", "trainer.save_freq=2"]
@@ -262,42 +262,44 @@ def v090_resumed(ctx: Context) -> dict:
                     env=verl090(ctx))
 
 
-GDPO_SLIP = ["algorithm.adv_estimator=gdpo", "+algorithm.dgpo.temperature=2.0", "trainer.total_training_steps=1"]
+GDPO_DGPO_KEYS = ["algorithm.adv_estimator=gdpo", "+algorithm.dgpo.temperature=2.0", "trainer.total_training_steps=1"]
 # what the guard says of it (test_verl090_e2e.py, by_hand_e2e.py)
-SLIP = "algorithm.adv_estimator=gdpo with algorithm.dgpo.temperature set: did you mean algorithm.adv_estimator=dgpo"
+GDPO_TYPO = ("algorithm.adv_estimator=gdpo with algorithm.dgpo.temperature set: did you mean "
+             "algorithm.adv_estimator=dgpo")
 
 
-def v090_gdpo_slip(ctx: Context) -> dict:
+def v090_gdpo_dgpo_keys(ctx: Context) -> dict:
     """verl 0.9.0 without any start-up check (no checkpoint callback can load; the demo config's Hydra start-up check
     removed): ``gdpo`` with an ``algorithm.dgpo`` option stops at its first advantage, before any update, with the
     did-you-mean message."""
-    return main_ppo(ctx, "v090_gdpo_slip", *GDPO_SLIP, "~hydra.callbacks.verl_hadw", expect_ok=False,
+    return main_ppo(ctx, "v090_gdpo_dgpo_keys", *GDPO_DGPO_KEYS, "~hydra.callbacks.verl_hadw", expect_ok=False,
                     env=verl090(ctx))
 
 
-def v091_gdpo_slip_callback(ctx: Context) -> dict:
-    """verl 0.9.1 with the checkpoint callback but without the Hydra start-up check: the slip stops where verl builds
+def v091_gdpo_dgpo_keys_callback(ctx: Context) -> dict:
+    """verl 0.9.1 with the checkpoint callback but without the Hydra start-up check: it stops where verl builds
     the callback, in its driver, before any worker starts."""
-    return main_ppo(ctx, "v091_gdpo_slip_callback", *GDPO_SLIP, "~hydra.callbacks.verl_hadw", expect_ok=False)
+    return main_ppo(ctx, "v091_gdpo_dgpo_keys_callback", *GDPO_DGPO_KEYS, "~hydra.callbacks.verl_hadw", expect_ok=False)
 
 
-def v091_gdpo_slip(ctx: Context) -> dict:
+def v091_gdpo_dgpo_keys(ctx: Context) -> dict:
     """verl 0.9.1 with no start-up check at all (no callback, no Hydra check): the guard in front of verl's gdpo
     stops the first advantage, before any update."""
-    return main_ppo(ctx, "v091_gdpo_slip", *GDPO_SLIP, "~hydra.callbacks.verl_hadw",
+    return main_ppo(ctx, "v091_gdpo_dgpo_keys", *GDPO_DGPO_KEYS, "~hydra.callbacks.verl_hadw",
                     "trainer.checkpoint_callback_class=null", expect_ok=False)
 
 
 def v090_startup_check(ctx: Context) -> dict:
-    """verl 0.9.0 with the demo config's Hydra start-up check: the same slip stops in main_ppo's own process, before
+    """verl 0.9.0 with the demo config's Hydra start-up check: the same config stops in main_ppo's own process, before
     Ray starts."""
-    return main_ppo(ctx, "v090_startup_check", *GDPO_SLIP, expect_ok=False, attempts=1, env=verl090(ctx))
+    return main_ppo(ctx, "v090_startup_check", *GDPO_DGPO_KEYS, expect_ok=False, attempts=1, env=verl090(ctx))
 
 
 # The verl adapter's own tests (CONTRIBUTING.md, "Where a change goes"), and those of what differs between verl 0.9.0
-# and 0.9.1 (the version check, the slip guard, dynamic sampling, the snapshots back-end 0.9.0's v1 trainer uses)
+# and 0.9.1 (the version check, the gdpo guard, dynamic sampling, the snapshots back-end 0.9.0's v1 trainer uses)
 VERL_ADAPTER_TESTS = ("test_estimators.py", "test_input_checks.py", "test_verl_integration.py", "test_parse_once.py",
-                      "test_verl_versions.py", "test_gdpo_slip.py", "test_dynamic_sampling.py", "test_legacy_resume.py")
+                      "test_verl_versions.py", "test_gdpo_with_dgpo_options.py", "test_dynamic_sampling.py",
+                      "test_legacy_resume.py")
 # not run on the overlay: a venv of its own with verl 0.8.0, whichever verl runs the test
 NOT_ON_V090 = "test_verl_versions.py::test_real_verl_0_8_0_is_refused_where_a_user_meets_the_plugin"
 
@@ -421,10 +423,10 @@ LAUNCHES: dict[str, Launch] = {
                                             "--lean"), cost=90),
         Launch("v090_straight", v090_straight, cost=60),
         Launch("v090_resumed", v090_resumed, after="v090_straight", cost=45),
-        Launch("v090_gdpo_slip", v090_gdpo_slip, cost=40),
+        Launch("v090_gdpo_dgpo_keys", v090_gdpo_dgpo_keys, cost=40),
         Launch("v090_startup_check", v090_startup_check, cost=15),
         Launch("v090_adapter_tests", v090_adapter_tests, cost=30),
-        Launch("v091_gdpo_slip_callback", v091_gdpo_slip_callback, cost=20),
-        Launch("v091_gdpo_slip", v091_gdpo_slip, cost=40),
+        Launch("v091_gdpo_dgpo_keys_callback", v091_gdpo_dgpo_keys_callback, cost=20),
+        Launch("v091_gdpo_dgpo_keys", v091_gdpo_dgpo_keys, cost=40),
     ]
 }

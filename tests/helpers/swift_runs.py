@@ -38,10 +38,10 @@ def toy_arguments(assets: dict, out: Path, steps: int = 4, save_steps: int = 2, 
     return argv
 
 
-def train(argv: list[str], records: Path, stock: bool = False):
-    """One run through swift's pipeline in this process: ours (``rlhf_main``) or stock swift's."""
+def train(argv: list[str], records: Path, swifts_own: bool = False):
+    """One run through swift's pipeline in this process: ours (``rlhf_main``) or swift's own."""
     os.environ["SWIFT_ENV_RECORDS"] = str(records)
-    if stock:
+    if swifts_own:
         from swift.pipelines import rlhf_main
     else:
         from verl_hadw.swift_adapter import rlhf_main

@@ -78,7 +78,7 @@ class RecordingTrainer(HadwGRPOTrainer):
     def _generate_and_score_completions(self, inputs):
         output = super()._generate_and_score_completions(inputs)
         if self.model.training:
-            anchor = copy.deepcopy(self.anchor.state.to_dict()) if self.anchor is not None else None
+            anchor = copy.deepcopy(self.hadw_anchor.state.to_dict()) if self.hadw_anchor is not None else None
             self.generations.append(Generation(self._recorded_rewards, output["advantages"].clone(),
                                                output["completion_mask"].clone(), anchor))
         return output

@@ -1,22 +1,16 @@
-"""What the HF-Trainer-based adapters share, without their frameworks: the words (``Spelling``, ``hf_terms``), the
-adapter's own fields (``add_adapter_fields``, ``check_accuracy_index``), the loss-type check (``LossTypes``) and the
-version read (``versions``). Runs in the main environment and in every HF framework's environment (transformers
-only)."""
-
-import dataclasses
-from dataclasses import dataclass
+"""What the HF-Trainer-based adapters share, without their frameworks: the words (``hf_terms``), the options read
+back (``OptionFields``, ``check_accuracy_index``), the loss-type check (``LossTypes``) and the version read. Runs in
+the main environment and in every HF framework's environment (transformers only)."""
 
 import pytest
+from field_checks import loss_types_table, options_class
 from transformers import HfArgumentParser
 
 from verl_hadw.core.errors import ConfigError
-from verl_hadw.core.option_fields import OptionFields, declared_fields
-from verl_hadw.hf_trainer.adapter_fields import add_adapter_fields, check_accuracy_index
-from verl_hadw.hf_trainer.loss_types import GLOBAL_TOKENS, SEQUENCE_MEANS, LossTypes
-from verl_hadw.hf_trainer.versions import in_range, installed
-from verl_hadw.hf_trainer.words import Spelling, hf_terms
+from verl_hadw.hf_trainer.checks import GLOBAL_TOKENS, SEQUENCE_MEANS, LossTypes, in_range, installed
+from verl_hadw.hf_trainer.option_fields import check_accuracy_index, hf_terms
 
-FIELDS, FLAGS = Spelling(flags=False), Spelling(flags=True)
+FIELDS, FLAGS = False, True
 CONFIG = hf_terms("Cfg", FIELDS, resume_from="train(resume_from_checkpoint=<its folder>)", new_experiment="anew")
 COMMAND = hf_terms("Cmd", FLAGS, resume_from="--resume_from_checkpoint <its folder>", new_experiment="anew")
 
@@ -39,23 +33,16 @@ def test_the_words_are_the_frameworks_fields_or_flags(terms, expected):
     assert said == expected
 
 
-@dataclass
-@add_adapter_fields
-class CommandOptions(OptionFields):
-    terms = COMMAND
-    scale_rewards = "group"
-
-
-def test_the_adapters_fields_come_first_spelled_in_its_words_then_every_declared_option():
-    names = [f.name for f in dataclasses.fields(CommandOptions)]
-    assert names == ["adv_estimator", "accuracy_reward_index", *declared_fields()]
-    helps = {f.name: f.metadata["help"] for f in dataclasses.fields(CommandOptions)}
-    assert "--hadw_base dgpo: HA-DW over DGPO" in helps["adv_estimator"]
-    assert "which of --reward_funcs is the accuracy" in helps["accuracy_reward_index"]
-    (ours,) = HfArgumentParser([CommandOptions]).parse_args_into_dataclasses(
-        ["--adv_estimator", "dgpo", "--accuracy_reward_index", "1", "--hadw_lambda_scale", "1.5"])
+def test_options_given_as_text_are_read_back_through_the_cores_parser():
+    (ours,) = HfArgumentParser([options_class(COMMAND)]).parse_args_into_dataclasses(
+        ["--adv_estimator", "dgpo", "--accuracy_reward_index", "1", "--hadw_lambda_scale", "1.5",
+         "--hadw_anchor_init", "0.3"])
     ours.check_adapter_fields()
     assert (ours.adv_estimator, ours.accuracy_reward_index, ours.hadw_options().lambda_scale) == ("dgpo", 1, 1.5)
+    assert ours.hadw_options().anchor.init == 0.3 and ours.algorithm_node()["hadw"]["anchor"]["init"] == 0.3
+    ours.hadw_anchor_init = "first"
+    with pytest.raises(ConfigError, match="--hadw_anchor_init='first' is not valid"):
+        ours.check_adapter_fields()
 
 
 def test_an_accuracy_index_past_the_reward_functions_is_refused_naming_them():
@@ -70,11 +57,11 @@ LOSSES = {"dapo": (True, GLOBAL_TOKENS), "cispo": (True, GLOBAL_TOKENS), "grpo":
 
 
 @pytest.mark.parametrize("spelling, said", [
-    (FIELDS, ["loss_type='bogus' is not one verl-hadw has checked", "use loss_type='dapo', or set "
+    (FIELDS, ["loss_type='bogus' is not one verl-hadw has checked", "Use loss_type='dapo', or set "
               "dgpo_valid_token_norm=False", "loss_type='grpo' averages each completion", "Use loss_type='dapo' or "
               "loss_type='cispo'", "steps_per_generation=4 with gradient_accumulation_steps=2: an optimizer step then "
               "sees part of one generation batch", "Leave steps_per_generation unset"]),
-    (FLAGS, ["--loss_type bogus is not one verl-hadw has checked", "use --loss_type dapo, or set "
+    (FLAGS, ["--loss_type bogus is not one verl-hadw has checked", "Use --loss_type dapo, or set "
              "--dgpo_valid_token_norm false", "--loss_type grpo averages each completion", "Use --loss_type dapo or "
              "--loss_type cispo", "--steps_per_generation 4 with --gradient_accumulation_steps 2: an optimizer step "
              "then sees part of one generation batch", "Leave --steps_per_generation unset"]),
@@ -89,8 +76,7 @@ def test_a_loss_type_under_which_valid_token_averaging_is_not_exact_is_refused_i
     assert all(any(part in m for m in messages) for part in said), messages
     losses.check("dapo", None, 2)  # steps_per_generation unset: it defaults to gradient_accumulation_steps
     losses.check("cispo", 2, 2)
-    table = losses.table_markdown().splitlines()
-    assert table[0] == f"| `{spelling.name('loss_type')}` | valid-token averaging | why |" and len(table) == 2 + 3
+    table = loss_types_table(losses).splitlines()
     assert table[4].startswith("| `grpo` | **refused** |") and "exact (with `" in table[2]
 
 

@@ -7,29 +7,20 @@ import json
 import os
 import shutil
 from collections import defaultdict
-from dataclasses import dataclass
 from types import SimpleNamespace
 
 import pytest
 import torch
+from field_checks import options_class
 
 from verl_hadw.core.anchor.file_format import STATE_FILE
 from verl_hadw.core.errors import ConfigError, PartialCheckpointError
-from verl_hadw.core.option_fields import OptionFields
-from verl_hadw.hf_trainer.adapter_fields import add_adapter_fields
 from verl_hadw.hf_trainer.checkpoint_anchor import OptionsRecord, TrainerAnchor
+from verl_hadw.hf_trainer.option_fields import hf_terms
 from verl_hadw.hf_trainer.trainer_hooks import HadwTrainerHooks
-from verl_hadw.hf_trainer.words import Spelling, hf_terms
 
-TERMS = hf_terms("Stand-in", Spelling(flags=False), resume_from="train(resume_from_checkpoint=...)",
-                 new_experiment="anew")
-
-
-@dataclass
-@add_adapter_fields
-class Options(OptionFields):
-    terms = TERMS
-    scale_rewards = "group"
+TERMS = hf_terms("Stand-in", flags=False, resume_from="train(resume_from_checkpoint=...)", new_experiment="anew")
+Options = options_class(TERMS)
 
 
 class FrameworkTrainer:

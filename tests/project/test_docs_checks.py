@@ -187,7 +187,7 @@ def check_main_ppo(args: list[str]) -> None:
         return
     config = compose_config(directory, name, overrides)
     if config.algorithm.adv_estimator in ("hadw", "dgpo"):
-        from verl_hadw.verl_adapter.validation import validate_config
+        from verl_hadw.verl_adapter.startup_check import validate_config
 
         validate_config(config)
 
@@ -252,7 +252,7 @@ def check_tool(program: str, args: list[str]) -> None:
 def check_swift(args: list[str]) -> None:
     """``swift rlhf`` / ``verl-hadw-swift rlhf``: the subcommand the adapter routes, and every HA-DW / DGPO flag
     one the adapter declares (swift's own flags are swift's to check: it is not installed here)."""
-    from verl_hadw.core.option_fields import ADAPTER_FIELDS, declared_fields
+    from verl_hadw.hf_trainer.option_fields import ADAPTER_FIELDS, declared_fields
 
     if args == ["--help"]:  # verl-hadw-swift --help: says what runs (tests/swift_adapter, the environments)
         return

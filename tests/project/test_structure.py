@@ -21,7 +21,7 @@ PACKAGE = ROOT / "verl_hadw"
 # package -> (the modules in it, as prefixes of dotted names; the packages it may import besides itself)
 ADAPTERS = ["verl_adapter", "trl", "swift_adapter"]
 # verl's adapter: entry modules at its top, and two subpackages (folders) below them, each importing only downward
-VERL_PACKAGES = ["verl_adapter", "verl_adapter.anchor_home", "verl_adapter.config", "verl_adapter.base"]
+VERL_PACKAGES = ["verl_adapter", "verl_adapter.anchor_store", "verl_adapter.config", "verl_adapter.base"]
 PACKAGES = {
     # the framework-free core: nothing of ours outside it (tests/core/test_core_alone.py: nor any framework)
     "core": (["verl_hadw.core"], []),
@@ -31,13 +31,13 @@ PACKAGES = {
     # and verl's reward function (pkg://verl_hadw.reward)
     "verl_adapter": (["verl_hadw.verl_adapter", "verl_hadw.callback", "verl_hadw.register", "verl_hadw.reward"],
                      ["core", "support", *VERL_PACKAGES[1:]]),
-    # the anchor's home: client, stores, persistence, both checkpoint back-ends, the resume folder, DGPO's record
-    "verl_adapter.anchor_home": (["verl_hadw.verl_adapter.anchor_home"],
+    # the anchor: client, stores, persistence, both checkpoint back-ends
+    "verl_adapter.anchor_store": (["verl_hadw.verl_adapter.anchor_store"],
                                  ["core", "support", "verl_adapter.config", "verl_adapter.base"]),
     # the config's jobs: one read per call, the parse, the checks
     "verl_adapter.config": (["verl_hadw.verl_adapter.config"], ["core", "support", "verl_adapter.base"]),
-    # the entry modules both subpackages build on: verl's words, the process state, the step resolver
-    "verl_adapter.base": ([f"verl_hadw.verl_adapter.{m}" for m in ("verl_terms", "process_state", "steps")],
+    # the entry modules both subpackages build on: verl's words, the process state (and verl's current step)
+    "verl_adapter.base": ([f"verl_hadw.verl_adapter.{m}" for m in ("verl_terms", "process_state")],
                           ["core", "support"]),
     # what the HF-Trainer-based adapters share: the core and transformers only
     "hf_trainer": (["verl_hadw.hf_trainer"], ["core", "support"]),
@@ -144,18 +144,17 @@ def test_no_private_name_is_imported_across_modules():
 
 def test_the_graph_sees_what_it_checks():
     """The checks above would pass on an empty graph: make sure they see the known edges."""
-    client = {t for t, _, _ in GRAPH["verl_hadw.verl_adapter.anchor_home.anchor_client"]}
-    assert {"verl_hadw.verl_adapter.anchor_home.anchor_stores", "verl_hadw.core.errors",
+    client = {t for t, _, _ in GRAPH["verl_hadw.verl_adapter.anchor_store.client"]}
+    assert {"verl_hadw.verl_adapter.anchor_store.stores", "verl_hadw.core.errors",
             "verl_hadw.verl_adapter.process_state"} <= client
-    validation = {t for t, _, _ in GRAPH["verl_hadw.verl_adapter.validation"]}
+    validation = {t for t, _, _ in GRAPH["verl_hadw.verl_adapter.startup_check"]}
     assert "verl_hadw.verl_adapter.estimators" in validation  # a lazy import
     assert package_of("verl_hadw.core.anchor.machine") == "core" and package_of("verl_hadw") == "support"
     assert package_of("verl_hadw.callback") == "verl_adapter" and package_of("verl_hadw.trl.grpo_trainer") == "trl"
 
 
 # the roles every HF-Trainer-based adapter holds, under the same names (a new framework copies one adapter's folder)
-HF_ADAPTERS, HF_ROLES = ("trl", "swift_adapter"), ("terms.py", "version.py", "grpo_config.py", "grpo_trainer.py",
-                                                   "refusals.py")
+HF_ADAPTERS, HF_ROLES = ("trl", "swift_adapter"), ("grpo_config.py", "grpo_trainer.py", "checks.py")
 
 
 def test_the_hf_adapters_hold_the_same_roles_under_the_same_names():
@@ -193,7 +192,7 @@ def test_the_cli_imports_no_repro_or_research_module_it_does_not_run(argv):
 # tests/ folder -> the packages (of PACKAGES) its test files test (tests/README.md); None: the project's own checks
 TEST_FOLDERS = {
     "core": ["core"],
-    "verl_adapter": VERL_PACKAGES,  # its entry modules and its subpackages (config/, anchor_home/)
+    "verl_adapter": VERL_PACKAGES,  # its entry modules and its subpackages (config/, anchor_store/)
     "trl": ["trl"],
     "swift_adapter": ["swift_adapter"],
     "hf_trainer": ["hf_trainer"],

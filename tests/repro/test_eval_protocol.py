@@ -82,7 +82,7 @@ def test_amc23_is_greedy_for_dapo_and_sampled_avg16_otherwise():
     assert len(dapo) == 6 and all(fits(v, 40) for v in dapo)  # multiples of 2.5
     assert p_fit_under(40, 16, "generous") ** 6 < 1e-7  # six on k/40 by chance under avg@16
     assert sum(fits(v, 40) for v in other) <= 1  # one sample per problem is impossible for 21 of 22
-    assert [v for v in column("amc23") if not fits(v, 640)] == [66.5]  # all but one slip fit avg@16 (k/640)
+    assert [v for v in column("amc23") if not fits(v, 640)] == [66.5]  # all but one value fit avg@16 (k/640)
 
 
 def test_aime25_is_sampled_avg16_for_every_family():

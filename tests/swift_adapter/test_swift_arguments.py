@@ -1,22 +1,22 @@
 """``verl-hadw-swift rlhf``'s command line before anything loads: every HA-DW / DGPO option is a flag ``--help``
 lists, a typo gets "did you mean" (ours or swift's), values are checked naming the flag, and every swift setting the
-methods cannot honour is refused in one line (``settings.REFUSALS``), as is a DGPO loss type under which
+methods cannot honour is refused in one line (``checks.REFUSALS``), as is a DGPO loss type under which
 valid-token averaging would not be exact."""
 
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from field_checks import check_fields, loss_types_table, refusals_table
 from repo_paths import ROOT
 from swift_runs import toy_arguments
 
 from verl_hadw.core.errors import ConfigError
-from verl_hadw.core.option_fields import declared_fields
-from verl_hadw.hf_trainer.adapter_fields import check_accuracy_index
-from verl_hadw.swift_adapter import version as swift_version
-from verl_hadw.swift_adapter.grpo_config import help_text
-from verl_hadw.swift_adapter.refusals import LOSS_TYPES, REFUSALS, check_trainer, refusals_table
-from verl_hadw.swift_adapter.rlhf import parse
+from verl_hadw.hf_trainer.option_fields import check_accuracy_index, declared_fields
+from verl_hadw.swift_adapter import checks as swift_checks
+from verl_hadw.swift_adapter.checks import LOSS_TYPES, REFUSALS, check_trainer
+from verl_hadw.swift_adapter.grpo_config import HadwSwiftArguments
+from verl_hadw.swift_adapter.rlhf import help_text, parse
 
 DOCS = ROOT / "docs" / "swift.md"
 
@@ -25,7 +25,8 @@ def argv(assets, tmp_path, *flags, **extra):
     return toy_arguments(assets, tmp_path / "out", **extra) + list(flags)
 
 
-def test_help_lists_every_option_as_a_flag():
+def test_every_declared_option_is_a_flag_with_its_type_default_and_doc():
+    check_fields(HadwSwiftArguments)
     text = help_text()
     for name in [*declared_fields(), "adv_estimator", "accuracy_reward_index"]:
         assert f"--{name}" in text, name
@@ -111,14 +112,14 @@ def test_what_swift_decides_when_it_builds_the_trainer_is_checked_there(assets, 
 
 
 def test_a_swift_outside_the_range_is_refused_naming_it(monkeypatch):
-    monkeypatch.setattr(swift_version, "installed_swift", lambda: "3.12.0")
+    monkeypatch.setattr(swift_checks, "installed_swift", lambda: "3.12.0")
     with pytest.raises(ConfigError, match=r"supports ms-swift>=4\.3\.0,<4\.7; the installed ms-swift is 3\.12\.0"):
-        swift_version.check_swift_version()
+        swift_checks.check_swift_version()
 
 
 def test_the_docs_show_the_tables():
     text = DOCS.read_text()
-    assert refusals_table() in text and LOSS_TYPES.table_markdown() in text
+    assert refusals_table(REFUSALS) in text and loss_types_table(LOSS_TYPES) in text
 
 
 def test_the_paths_a_swift_user_names_load_from_the_install():
@@ -147,17 +148,19 @@ def test_verl_hadw_swift_help_and_an_unknown_subcommand_say_what_runs(capsys):
     assert done.value.code == 0 and "verl-hadw-swift rlhf --help" in out and "verl-hadw-swift rlhf x.yaml" in out
     with pytest.raises(SystemExit) as done:
         main(["rlfh"])
-    assert done.value.code == 2 and "unknown subcommand 'rlfh'; choose one of: " in capsys.readouterr().err
+    assert done.value.code == 2 and "unknown subcommand 'rlfh'. Choose one of: " in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("flags, message", [
-    (["--advantage_estimator", "hadw"], "--advantage_estimator hadw: that flag is swift's own baseline (grpo, rloo, "
-                                        "reinforce_plus_plus). HA-DW and DGPO are chosen with --adv_estimator hadw"),
-    (["--advantage_estimator=dgpo"], "chosen with --adv_estimator dgpo"),
-    (["--config", "x.yaml"], "swift takes a config file as the first argument after rlhf: verl-hadw-swift rlhf x.yaml"),
-    (["--loss_type", "bogus"], "--loss_type bogus is not one of swift's GRPO loss types: dapo, cispo, grpo"),
-    (["--accuracy_reward_index", "-1"], "--accuracy_reward_index=-1 is not valid: give an integer >= 0 (the position "
-                                        "of the accuracy among the reward functions), or leave it unset."),
+    (["--advantage_estimator", "hadw"], "--advantage_estimator hadw chooses swift's own baseline (grpo, rloo, "
+                                        "reinforce_plus_plus). Choose HA-DW or DGPO with --adv_estimator hadw"),
+    (["--advantage_estimator=dgpo"], "with --adv_estimator dgpo"),
+    (["--config", "x.yaml"], "swift takes a config file as the first argument after rlhf. Run verl-hadw-swift rlhf "
+                             "x.yaml"),
+    (["--loss_type", "bogus"], "--loss_type bogus is not one of swift's GRPO loss types. Use one of: dapo, cispo, "
+                               "grpo"),
+    (["--accuracy_reward_index", "-1"], "--accuracy_reward_index=-1 is not valid. Give the position of the accuracy "
+                                        "among the reward functions (an integer >= 0), or leave it unset."),
     (["--reward_weights", "0"], r"--reward_weights 0.0 weighs a reward function by 0 or less (0.0 for 'toy_accuracy')"),
 ])
 def test_what_a_swift_user_types_is_refused_at_parse_time_in_the_words_they_typed(assets, tmp_path, flags, message):
@@ -199,7 +202,7 @@ def test_a_partial_checkpoint_is_refused_before_swift_loads_from_it(assets, tmp_
     target is gone (swift's own parser stopped on it with a bare FileNotFoundError)."""
     from verl_hadw.core.errors import PartialCheckpointError
     from verl_hadw.hf_trainer.checkpoint_anchor import TrainerAnchor
-    from verl_hadw.swift_adapter.terms import SWIFT
+    from verl_hadw.swift_adapter.grpo_config import SWIFT
 
     out = tmp_path / "out"
     whole, partial, link = out / "checkpoint-1", out / "checkpoint-2", out / "last-checkpoint"

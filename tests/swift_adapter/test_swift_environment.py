@@ -105,7 +105,7 @@ def test_the_same_batch_gives_the_same_advantages_through_swift_trl_and_verl(e2e
             trl, _ = t.hadw_advantages(torch.tensor(rewards), torch.tensor(tokens, dtype=torch.float32))
             assert torch.equal(trl, swift), (trl - swift).abs().max()
             torch.testing.assert_close(verl_advantages(t, estimator, held), swift, rtol=1e-6, atol=1e-6)
-            if t.anchor is not None:
-                assert t.anchor.state.to_dict()["posteriors"] == call["anchor"]["posteriors"]
+            if t.hadw_anchor is not None:
+                assert t.hadw_anchor.state.to_dict()["posteriors"] == call["anchor"]["posteriors"]
     finally:
         reset()

@@ -64,11 +64,12 @@ SWITCHED_OFF = ["--adv_estimator", "dgpo", "--dgpo_dgae", "false", "--dgpo_dqw",
 @pytest.mark.parametrize("loss_type", ["dapo", "grpo", "bnpo", "dr_grpo"])
 def test_switched_off_it_is_swifts_grpo_bit_for_bit(assets, tmp_path, loss_type):
     """DGPO without DGAE, DQW and valid-token averaging, with swift's epsilon (1e-4), logs the losses of the same run
-    under stock ``swift rlhf`` bit for bit."""
-    stock, ours = tmp_path / "stock", tmp_path / "ours"
-    train(toy_arguments(assets, stock, steps=3, save_steps=10, loss_type=loss_type), stock / "records", stock=True)
+    under swift's own ``swift rlhf`` bit for bit."""
+    swifts, ours = tmp_path / "swifts", tmp_path / "ours"
+    train(toy_arguments(assets, swifts, steps=3, save_steps=10, loss_type=loss_type), swifts / "records",
+          swifts_own=True)
     train(toy_arguments(assets, ours, steps=3, save_steps=10, loss_type=loss_type) + SWITCHED_OFF, ours / "records")
-    theirs, mine = logged_steps(stock), logged_steps(ours)
+    theirs, mine = logged_steps(swifts), logged_steps(ours)
     assert len(theirs) == 3 and any(s["loss"] != 0 for s in theirs)
     assert [{k: v for k, v in s.items() if not k.startswith("dgpo/")} for s in mine] == theirs
 

@@ -3,12 +3,13 @@
 Unknown and out-of-range options, TRL settings under which the method would not be the one named (loss_type,
 scale_rewards, multi_objective_aggregation), a reward index out of range, NaN rewards, non-binary accuracy without a
 threshold, and resumes: a changed meaning refuses, a changed tuning warns, a missing or foreign file is an error
-unless hadw_allow_missing_state. The fields are derived from options.py, and only verl_hadw/trl imports trl.
+unless hadw_allow_missing_state. The fields are those of options.py, and only verl_hadw/trl imports trl.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import logging
 import os
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from field_checks import check_fields, fields_table, loss_types_table
 from repo_paths import ROOT
 from trl import GRPOConfig
 from trl_helpers import accuracy, config, trainer
@@ -38,10 +40,10 @@ from verl_hadw.core.errors import (
     ResumeConflictError,
 )
 from verl_hadw.hf_trainer.checkpoint_anchor import TrainerAnchor
+from verl_hadw.hf_trainer.option_fields import declared_fields
 from verl_hadw.trl import HadwGRPOConfig, HadwGRPOTrainer
-from verl_hadw.trl.grpo_config import declared_fields, fields_table
-from verl_hadw.trl.refusals import LOSS_TYPES
-from verl_hadw.trl.terms import TRL
+from verl_hadw.trl.checks import LOSS_TYPES
+from verl_hadw.trl.grpo_config import TRL
 
 
 def refused(match: str, **overrides):
@@ -52,16 +54,15 @@ def refused(match: str, **overrides):
 
 
 # ------------------------------------------------------------------------------------------------ options
-def test_every_declared_option_is_a_field_with_its_default_and_doc():
-    fields = {f.name: f for f in dataclasses.fields(HadwGRPOConfig)}
+def test_every_declared_option_is_a_field_with_its_type_default_and_doc():
     # verl's keys (TRL's scale_rewards and its own adv_estimator field) and the reward columns (TRL's own fields)
     verls_own = (NORM_BY_STD, ADV_ESTIMATOR, ACCURACY_INDEX, REWARD_WEIGHTS, REWARD_FUNCS)
     expected = {k[len("algorithm."):].replace(".", "_") for k in declared_options() if k not in verls_own}
-    assert set(declared_fields()) == expected and expected <= set(fields)
-    for name, (path, declaration) in declared_fields().items():
-        assert fields[name].default == declaration.default, name
-        assert declaration.metadata["doc"] in fields[name].metadata["help"] and f"algorithm.{path}" in fields[
-            name].metadata["help"]
+    assert set(declared_fields()) == expected
+    check_fields(HadwGRPOConfig)
+    signature = inspect.signature(HadwGRPOConfig).parameters  # what IDEs and doc tools read
+    assert {*expected, "adv_estimator", "accuracy_reward_index", "output_dir"} <= set(signature)
+    assert all(f"        {name} (`" in HadwGRPOConfig.__doc__ for name in expected)  # the docstring's Parameters
 
 
 def test_unknown_field_names_the_field_and_suggests_ours():
@@ -152,9 +153,9 @@ def test_without_args_the_trainer_builds_the_default_config_and_trains(tmp_path,
     assert isinstance(trainer.args, HadwGRPOConfig) and trainer.args.output_dir.endswith("tiny-qwen2-GRPO")
     assert all(getattr(trainer.args, f.name) == getattr(default, f.name) for f in dataclasses.fields(GRPOConfig)
                if f.name not in ("logging_dir",))  # TRL's default, field for field
-    assert trainer.args.adv_estimator == "hadw" and trainer.anchor is not None
+    assert trainer.args.adv_estimator == "hadw" and trainer.hadw_anchor is not None
     trainer.train()
-    assert trainer.state.global_step >= 1 and trainer.anchor.state.open_step is not None  # the anchor moved
+    assert trainer.state.global_step >= 1 and trainer.hadw_anchor.state.open_step is not None  # the anchor moved
     assert any("hadw/phi_mean" in entry for entry in trainer.state.log_history)
 
 
@@ -184,7 +185,7 @@ def test_nan_rewards_name_the_reward_function(two_rewards):
     with pytest.raises(ValueError, match=r"every reward function \('accuracy', 'style'\) returned None or NaN for "
                                          r"completions \[5\]"):
         two_rewards.hadw_advantages(rewards, torch.full((8,), 4))
-    assert two_rewards.anchor.state.open_step is None  # nothing observed
+    assert two_rewards.hadw_anchor.state.open_step is None  # nothing observed
 
 
 @pytest.mark.parametrize("column, name", [(0, "accuracy"), (1, "style")])
@@ -195,12 +196,12 @@ def test_infinite_rewards_name_the_reward_function(two_rewards, column, name):
                                          r"for completions \[6\]") as info:
         two_rewards.hadw_advantages(rewards, torch.full((8,), 4))
     assert "finite number" in str(info.value)
-    assert two_rewards.anchor.state.open_step is None  # nothing observed
+    assert two_rewards.hadw_anchor.state.open_step is None  # nothing observed
 
 
 def test_the_accuracy_column_drives_the_anchor_and_the_sum_the_advantage(two_rewards):
     rewards = torch.tensor([[1.0, 0.5], [0.0, 0.5], [1.0, 0.5], [0.0, 0.5]] * 2)
-    two_rewards.anchor.start(None)
+    two_rewards.hadw_anchor.start(None)
     adv, values = two_rewards.hadw_advantages(rewards, torch.full((8,), 4))
     assert values["hadw/batch_acc"] == 0.5  # from column 0, although the summed scores are 1.5 and 0.5
     assert adv.shape == (8,) and bool((adv[[0, 2]] > 0).all()) and bool((adv[[1, 3]] < 0).all())
@@ -298,13 +299,14 @@ def test_resume_from_a_damaged_or_copied_file(tmp_path):
 def test_only_verl_hadw_trl_imports_trl():
     importers = [str(p.relative_to(ROOT)) for p in (ROOT / "verl_hadw").rglob("*.py")
                  if re.search(r"^\s*(from trl\b|import trl\b)", p.read_text(encoding="utf-8"), re.M)]
-    assert importers and all(p.startswith(os.path.join("verl_hadw", "trl")) for p in importers), importers
+    # and the TRL study's baseline, TRL's own GRPO (research.trl_study_run imports it inside the run)
+    allowed = (os.path.join("verl_hadw", "trl"), os.path.join("verl_hadw", "research", "trl_study_run.py"))
+    assert importers and all(p.startswith(allowed) for p in importers), importers
 
 
 def test_the_docs_show_the_loss_type_table_and_every_field():
     page = (ROOT / "docs" / "trl.md").read_text(encoding="utf-8")
-    regenerate = "paste grpo_config.fields_table() / refusals.LOSS_TYPES.table_markdown() into docs/trl.md"
-    assert LOSS_TYPES.table_markdown() in page and fields_table() in page, regenerate  # generated from the declarations
+    assert loss_types_table(LOSS_TYPES) in page and fields_table() in page
     for name in ("adv_estimator", "accuracy_reward_index"):
         assert f"`{name}`" in page, name
 

@@ -104,4 +104,4 @@ def test_evaluation_previews_the_anchor_and_leaves_it(tmp_path):
     assert len(evals) == STEPS, t.state.log_history
     for entry, g in zip(evals, t.generations, strict=True):
         assert entry["eval_hadw/anchor_prior"] == AnchorState.from_dict(g.anchor).view().posterior
-    assert t.anchor.state.to_dict() == t.generations[-1].anchor  # as the last training batch left it
+    assert t.hadw_anchor.state.to_dict() == t.generations[-1].anchor  # as the last training batch left it

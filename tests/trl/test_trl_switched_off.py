@@ -24,11 +24,11 @@ def logged(history: list[dict]) -> list[dict]:
 def test_switched_off_it_is_trls_grpo_bit_for_bit(tmp_path, loss_type):
     ours = trainer(config(tmp_path / "ours", loss_type=loss_type, max_steps=3, **SWITCHED_OFF))
     ours.train()
-    stock_args = GRPOConfig(**config_values(tmp_path / "theirs", loss_type=loss_type, max_steps=3))
+    trl_args = GRPOConfig(**config_values(tmp_path / "theirs", loss_type=loss_type, max_steps=3))
     tokenizer = build_tokenizer()
-    theirs = GRPOTrainer(model=build_model(tokenizer, 0), reward_funcs=accuracy, args=stock_args,
+    theirs = GRPOTrainer(model=build_model(tokenizer, 0), reward_funcs=accuracy, args=trl_args,
                          train_dataset=toy_dataset(), processing_class=tokenizer)
     theirs.train()
-    mine, stock = logged(ours.state.log_history), logged(theirs.state.log_history)
-    assert len(stock) == 3 and any(h["loss"] != 0 for h in stock)
-    assert mine == stock
+    mine, trls = logged(ours.state.log_history), logged(theirs.state.log_history)
+    assert len(trls) == 3 and any(h["loss"] != 0 for h in trls)
+    assert mine == trls

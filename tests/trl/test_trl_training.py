@@ -64,10 +64,10 @@ def test_resume_continues_the_anchor_bit_for_bit(hadw_run, tmp_path):
     out = hadw_run.args.output_dir
     resumed = trainer(config(out, max_steps=4, save_strategy="no"))
     resumed.train(resume_from_checkpoint=os.path.join(out, "checkpoint-2"))
-    assert resumed.anchor.restored_from == os.path.join(out, "checkpoint-2", STATE_FILE)
+    assert resumed.hadw_anchor.restored_from == os.path.join(out, "checkpoint-2", STATE_FILE)
     assert [g.rewards.tolist() for g in resumed.generations] == [g.rewards.tolist() for g in hadw_run.generations[2:]]
     assert [g.anchor for g in resumed.generations] == [g.anchor for g in hadw_run.generations[2:]]
-    assert resumed.anchor.state.to_dict() == hadw_run.anchor.state.to_dict()
+    assert resumed.hadw_anchor.state.to_dict() == hadw_run.hadw_anchor.state.to_dict()
     for a, b in zip(resumed.generations, hadw_run.generations[2:], strict=True):
         assert torch.equal(a.advantages, b.advantages)
 
@@ -91,7 +91,7 @@ def test_num_iterations_advance_the_anchor_once_per_generation(tmp_path):
     assert [g.anchor["open_step"] for g in t.generations] == [1, 3]  # the optimizer step each generation starts
     assert [g.anchor["committed_steps"] for g in t.generations] == [0, 1]
     assert [len(g.trained) for g in t.generations] == [2, 2]  # each trained on twice, the anchor untouched
-    assert t.anchor.state.count == BATCH and t.anchor.state.calls == [0]
+    assert t.hadw_anchor.state.count == BATCH and t.hadw_anchor.state.calls == [0]
     trained_on_what_it_buffered(t)
 
 
@@ -99,13 +99,13 @@ def test_evaluation_leaves_the_anchor_where_it_is(hadw_run):
     """In evaluation the advantages are those a training batch would get now, from a copy of the anchor."""
     g = hadw_run.generations[-1]
     lengths = g.completion_mask.sum(dim=-1)
-    before = hadw_run.anchor.state.to_dict()
+    before = hadw_run.hadw_anchor.state.to_dict()
     evaluated, values = hadw_run.hadw_advantages(g.rewards, lengths, mode="eval")
-    assert hadw_run.anchor.state.to_dict() == before
+    assert hadw_run.hadw_anchor.state.to_dict() == before
     assert values["hadw/anchor_prior"] == AnchorState.from_dict(before).view().posterior  # Eq. 12: C⁺ of step 4
     try:
         trained, _ = hadw_run.hadw_advantages(g.rewards, lengths, mode="train")  # observes step global_step + 1
-        assert hadw_run.anchor.state.to_dict() != before
+        assert hadw_run.hadw_anchor.state.to_dict() != before
         assert torch.equal(evaluated, trained)
     finally:
-        hadw_run.anchor.state = AnchorState.from_dict(before)  # the shared run as it was
+        hadw_run.hadw_anchor.state = AnchorState.from_dict(before)  # the shared run as it was

@@ -1,7 +1,7 @@
 """The TRL releases the adapter supports: ``TRL_RANGE`` (the ``[trl]`` extra's bound), refused outside it at
 construction of ``HadwGRPOConfig`` and ``HadwGRPOTrainer`` with a message naming the installed TRL and the range.
 
-Outside the range is faked here by the version string only (``trl_version.installed_trl``): the installed TRL's code
+Outside the range is faked here by the version string only (``trl.checks.installed_trl``): the installed TRL's code
 stays what it is. docs/trl.md ("Supported TRL releases") shows the same refusal under a real TRL 0.29.1.
 """
 
@@ -14,7 +14,7 @@ from trl_helpers import accuracy, config, toy_dataset
 import verl_hadw
 from verl_hadw.core.errors import ConfigError
 from verl_hadw.trl import HadwGRPOTrainer
-from verl_hadw.trl import version as trl_version
+from verl_hadw.trl import checks as trl_version
 
 
 def fake_trl(monkeypatch, installed: str) -> None:

@@ -81,7 +81,7 @@ def test_an_infinite_weight_set_later_is_blamed_on_the_weight_not_the_function(t
                                           r"\(inf for 'accuracy'\)") as info:
         t.hadw_advantages(rewards, torch.full((8,), 4))
     assert "returned an infinite value" not in str(info.value)
-    assert t.anchor.state.open_step is None  # nothing observed
+    assert t.hadw_anchor.state.open_step is None  # nothing observed
 
 
 def test_a_reward_function_returning_text_is_named_with_the_type(tmp_path):
@@ -95,7 +95,7 @@ def test_a_reward_function_returning_text_is_named_with_the_type(tmp_path):
                 train_dataset=toy_dataset(8))
     with pytest.raises(TypeError, match="the reward function 'verdict' returned str"):
         t.train()
-    assert t.anchor.state.open_step is None and not (tmp_path / "out" / "checkpoint-1").exists()
+    assert t.hadw_anchor.state.open_step is None and not (tmp_path / "out" / "checkpoint-1").exists()
 
 
 def test_accuracy_reward_index_takes_a_numpy_integer(tmp_path):

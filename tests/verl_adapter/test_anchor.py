@@ -9,7 +9,7 @@ import pytest
 
 from verl_hadw.core.anchor import AnchorState, AnchorStepError
 from verl_hadw.core.options import AnchorConfig
-from verl_hadw.verl_adapter.anchor_home import anchor_client as anchor_client
+from verl_hadw.verl_adapter.anchor_store import client as anchor_client
 from verl_hadw.verl_adapter.config.run_options import parse_run
 
 

@@ -17,8 +17,8 @@ from verl_hadw.callback import HadwCheckpointCallback
 from verl_hadw.core.anchor.file_format import STATE_FILE
 from verl_hadw.core.errors import ConfigError, MissingAnchorStateError
 from verl_hadw.verl_adapter import metrics, process_state
-from verl_hadw.verl_adapter.anchor_home import anchor_client as anchor_client
-from verl_hadw.verl_adapter.anchor_home.anchor_stores import LocalStore, RayStore, actor_name
+from verl_hadw.verl_adapter.anchor_store import client as anchor_client
+from verl_hadw.verl_adapter.anchor_store.stores import LocalStore, RayStore, actor_name
 from verl_hadw.verl_adapter.config.run_options import parse_run
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray_driver]  # Ray: tens of seconds, in a child pytest (own_process.py)

@@ -32,8 +32,8 @@ from verl_hadw.core.anchor import AnchorState  # noqa: E402
 from verl_hadw.core.anchor.file_format import STATE_FILE  # noqa: E402
 from verl_hadw.core.options import AnchorConfig  # noqa: E402
 from verl_hadw.verl_adapter import metrics, process_state  # noqa: E402
-from verl_hadw.verl_adapter.anchor_home import anchor_client as anchor_client  # noqa: E402
-from verl_hadw.verl_adapter.anchor_home.anchor_stores import AnchorService, actor_name, wait_until_released  # noqa: E402
+from verl_hadw.verl_adapter.anchor_store import client as anchor_client  # noqa: E402
+from verl_hadw.verl_adapter.anchor_store.stores import AnchorService, actor_name, wait_until_released  # noqa: E402
 from verl_hadw.verl_adapter.config.run_options import parse_run  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray_driver]  # a Ray driver: a child pytest (tests/helpers/own_process.py)

@@ -19,7 +19,7 @@ from verl_hadw.core.anchor.checkpoint_dirs import earlier_valid_checkpoint
 from verl_hadw.core.anchor.file_format import STATE_FILE, read_bounded
 from verl_hadw.core.errors import AnchorFileError, PartialCheckpointError
 from verl_hadw.verl_adapter import process_state
-from verl_hadw.verl_adapter.anchor_home.legacy_snapshots import SNAPSHOT_DIR
+from verl_hadw.verl_adapter.anchor_store.legacy_snapshots import SNAPSHOT_DIR
 
 
 def _fifo(path):
@@ -120,7 +120,7 @@ def test_trl_refuses_them_in_its_anchor_file_and_its_trainer_state(tmp_path, kin
     from trl_helpers import config as trl_config
 
     from verl_hadw.hf_trainer.checkpoint_anchor import TrainerAnchor
-    from verl_hadw.trl.terms import TRL
+    from verl_hadw.trl.grpo_config import TRL
 
     args = trl_config(tmp_path)
     anchor = TrainerAnchor(args.hadw_options(), args.recorded_options(), TRL)

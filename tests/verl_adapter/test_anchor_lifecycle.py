@@ -11,8 +11,8 @@ from verl.utils.skip.skip_manager import SkipManager
 
 from verl_hadw.core.errors import AnchorActorError
 from verl_hadw.verl_adapter import process_state
-from verl_hadw.verl_adapter.anchor_home import anchor_client as anchor_client
-from verl_hadw.verl_adapter.anchor_home.anchor_stores import LocalStore, RayStore, actor_name, wait_until_released
+from verl_hadw.verl_adapter.anchor_store import client as anchor_client
+from verl_hadw.verl_adapter.anchor_store.stores import LocalStore, RayStore, actor_name, wait_until_released
 from verl_hadw.verl_adapter.config.run_options import parse_run
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray_driver]  # real Ray: tens of seconds, in a child pytest (own_process.py)

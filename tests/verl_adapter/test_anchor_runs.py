@@ -32,7 +32,7 @@ def refused(cfg, step):
         compute_advantage(batch(step), "hadw", config=cfg.algorithm)
     message = str(info.value)
     assert f"algorithm.hadw.state_key={KEY!r} is used by two runs in this process" in message
-    assert "Give each run its own algorithm.hadw.state_key" in message
+    assert "Give each run its own +algorithm.hadw.state_key" in message
     return message
 
 

@@ -20,8 +20,8 @@ from batches import start_ray_node
 
 from verl_hadw.core.anchor import AnchorState
 from verl_hadw.core.options import AnchorConfig
-from verl_hadw.verl_adapter.anchor_home import anchor_client as anchor_client
-from verl_hadw.verl_adapter.anchor_home.anchor_stores import actor_name
+from verl_hadw.verl_adapter.anchor_store import client as anchor_client
+from verl_hadw.verl_adapter.anchor_store.stores import actor_name
 from verl_hadw.verl_adapter.config.run_options import parse_run
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray_driver]  # a Ray driver: a child pytest (tests/helpers/own_process.py)

@@ -17,7 +17,7 @@ from verl_hadw.core.anchor import AnchorState, file_format
 from verl_hadw.core.anchor.file_format import STATE_FILE
 from verl_hadw.core.errors import AnchorFileError, AnchorSaveError, MissingAnchorStateError
 from verl_hadw.verl_adapter import process_state
-from verl_hadw.verl_adapter.anchor_home import anchor_client as anchor_client
+from verl_hadw.verl_adapter.anchor_store import client as anchor_client
 from verl_hadw.verl_adapter.config.run_options import parse_run
 
 
@@ -257,7 +257,7 @@ def test_dgpo_resumed_from_a_checkpoint_that_records_no_method_says_so(tmp_path,
     DGPO; verl's own estimators are verl's business."""
     from omegaconf import OmegaConf
 
-    from verl_hadw.verl_adapter.anchor_home.checkpoint_files import CheckpointFiles
+    from verl_hadw.verl_adapter.anchor_store.checkpoint_files import CheckpointFiles
     from verl_hadw.verl_adapter.config.run_options import parse_run
 
     folder = tmp_path / "global_step_2"
@@ -292,7 +292,7 @@ def test_a_kill_between_verls_tracker_and_on_save_loses_no_anchor(tmp_path, capl
     observation, before verl's save begins; the resume reads it, and step 3 equals the uninterrupted run's."""
     from anchor_run import verl_save
 
-    from verl_hadw.verl_adapter.anchor_home.legacy_snapshots import SNAPSHOT_DIR
+    from verl_hadw.verl_adapter.anchor_store.legacy_snapshots import SNAPSHOT_DIR
 
     straight, _ = _saving_run(tmp_path / "straight", resume=False)
     expected = [_step(straight, step) for step in (1, 2, 3)]

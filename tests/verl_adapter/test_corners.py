@@ -19,13 +19,13 @@ from omegaconf import OmegaConf
 
 from verl_hadw.core.errors import ConfigError, UnusedOptionsWarning
 from verl_hadw.core.options import HadwConfig
-from verl_hadw.verl_adapter.anchor_home import legacy_snapshots
-from verl_hadw.verl_adapter.anchor_home.resume_dir import resolve_resume_dir
-from verl_hadw.verl_adapter.config.call_config import read_call
+from verl_hadw.verl_adapter.anchor_store import legacy_snapshots
+from verl_hadw.verl_adapter.anchor_store.persistence import resolve_resume_dir
 from verl_hadw.verl_adapter.config.checks import check_sections, unused_options
+from verl_hadw.verl_adapter.config.run_options import read_call
 from verl_hadw.verl_adapter.estimators import compute_dgpo_outcome_advantage as dgpo
 from verl_hadw.verl_adapter.estimators import compute_hadw_outcome_advantage as hadw
-from verl_hadw.verl_adapter.validation import validate_config
+from verl_hadw.verl_adapter.startup_check import validate_config
 
 _keys = itertools.count()
 BOTH = pytest.mark.parametrize("fn", [hadw, dgpo], ids=["hadw", "dgpo"])

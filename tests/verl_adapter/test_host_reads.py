@@ -180,12 +180,12 @@ def test_the_usual_calls_read_the_host_twice():
         assert reads.sites == ["tolist", "tolist"], reads.sites
 
 
-def test_the_step_by_step_path_reads_the_host_per_check():
+def test_the_step_by_step_checks_read_the_host_per_check():
     # what every call paid before one read per decision, and what a refused batch still pays: the counter sees each read
     rewards, mask, index = batch()
     with HostReads() as reads:
-        core_groups._stepwise_batch(rewards, mask, index, True)
-    assert reads.count >= 4 and {"__bool__", "unique"} <= set(reads.sites), reads.sites
+        core_groups._check_step_by_step(rewards, mask, index)
+    assert reads.count >= 4 and {"__bool__", "nonzero"} <= set(reads.sites), reads.sites
 
 
 def test_a_planted_item_takes_a_call_off_its_count(monkeypatch):
@@ -219,28 +219,45 @@ def test_the_counter_sees_each_kind_of_read():
 
 @pytest.mark.parametrize("uids", ["tensor", "str"])
 @pytest.mark.parametrize("padding", [0, 2, 5])
-def test_one_read_batches_are_the_step_by_step_batches_bit_for_bit(uids, padding):
+def test_one_read_batches_are_the_valid_rows_statistics_bit_for_bit(uids, padding):
     # padding rows with labels of their own (a group only padding has) and with a valid row's label
     for seed in range(4):
         rewards, mask, index = batch(n_groups=5, group=4, padding=padding, uids=uids, seed=seed, binary=seed % 2 == 0)
         if padding > 2:
             index[-1] = index[0]
-        fast = core_groups._batch_in_one_read(rewards, mask, index, True)
-        slow = core_groups._stepwise_batch(rewards, mask, index, True)
-        assert fast is not None and fast.n_groups == slow.n_groups
-        for name in ("rows", "scores", "gid", "count", "grpo_mean", "grpo_std", "score_mean", "spread"):
-            assert torch.equal(getattr(fast, name), getattr(slow, name)), (name, seed)
-        assert fast.known["binary"] == bool(((slow.scores == 0) | (slow.scores == 1)).all())
-        assert fast.known["score_sum"] == float(slow.scores.sum())
+        b = core_groups.prepare_batch(rewards, mask, index)
+        rows = torch.arange(rewards.shape[0] - padding)
+        scores = rewards.sum(-1)[rows]
+        labels = index[rows] if uids == "tensor" else index[rows.numpy()]
+        gid, n_groups = core_groups.group_ids(labels, scores.device)
+        mean, std, count, score_mean = core_groups.group_stats(scores, gid, n_groups)
+        high = torch.stack([scores[gid == g].max() - scores[gid == g].min() for g in range(n_groups)])
+        valid = (count >= 2) & (high > 0)
+        expected = {"rows": rows, "scores": scores, "gid": gid, "count": count, "grpo_mean": mean, "grpo_std": std,
+                    "score_mean": score_mean, "spread": high}
+        for name, value in expected.items():
+            assert torch.equal(getattr(b, name), value), (name, seed)
+        assert b.n_groups == n_groups and b.binary == bool(((scores == 0) | (scores == 1)).all())
+        assert b.score_sum == float(scores.sum()) and b.valid_groups == int(valid.sum())
+        assert b.valid_group_rows == int(count[valid].sum())
 
 
-def test_a_row_masked_only_at_its_first_token_takes_the_exact_path():
+def test_a_row_masked_only_at_its_first_token_is_a_response():
     rewards, mask, index = batch(padding=1)
     mask[-1, 3:] = 1  # a response starting at token 3: valid, though its first entry is 0
     rewards[-1, 5] = 1.0
-    assert core_groups._batch_in_one_read(rewards, mask, index, True) is None
     b = core_groups.prepare_batch(rewards, mask, index)
-    assert b.rows.numel() == b.n_rows and b.scores[-1] == 1.0
+    assert b.rows.numel() == b.n_rows and b.scores[-1] == 1.0 and b.score_sum == float(b.scores.sum())
+
+
+def test_a_label_only_padding_rows_carry_is_not_refused():
+    rewards, mask, index = batch(padding=2, uids="str")
+    index[-1] = ("a", "pair")  # no group label, but a padding row's: nothing to refuse
+    b = core_groups.prepare_batch(rewards, mask, index)
+    assert b.n_groups == 6 and b.rows.numel() == 48
+    index[0] = ("a", "pair")
+    with pytest.raises(ValueError, match="not one scalar label"):
+        core_groups.prepare_batch(rewards, mask, index)
 
 
 def test_a_nan_tensor_label_is_refused_unless_only_padding_rows_carry_it():

@@ -20,8 +20,8 @@ from verl_hadw import verl_support
 from verl_hadw.core.anchor.file_format import STATE_FILE
 from verl_hadw.core.errors import MissingAnchorStateError, ResumeConflictError
 from verl_hadw.verl_adapter import metrics, process_state
-from verl_hadw.verl_adapter.anchor_home.legacy_snapshots import SNAPSHOT_DIR, from_call
-from verl_hadw.verl_adapter.config.call_config import read_call
+from verl_hadw.verl_adapter.anchor_store.legacy_snapshots import SNAPSHOT_DIR, from_call
+from verl_hadw.verl_adapter.config.run_options import read_call
 
 pytestmark = pytest.mark.slow  # Ray / fake-cluster shells: tens of seconds
 
@@ -131,7 +131,7 @@ def test_snapshot_of_another_step_is_rejected(tmp_path):
 def test_first_step_must_follow_the_checkpoint_verl_loaded(tmp_path):
     train(legacy_config(tmp_path), 1, 2)
     process_state.reset()
-    with pytest.raises(MissingAnchorStateError, match=r"first training step in this process is 5.*step 2"):
+    with pytest.raises(MissingAnchorStateError, match=r"first training step is 5.*step 2"):
         train(legacy_config(tmp_path), 5, 5)
 
 

@@ -2,7 +2,6 @@ import dataclasses
 
 import pytest
 from omegaconf import OmegaConf
-from repo_paths import ROOT
 
 from verl_hadw.core.errors import ConfigError
 from verl_hadw.core.options import AnchorConfig, DgpoConfig, HadwConfig
@@ -109,18 +108,6 @@ def test_bad_config_names_key_and_valid_values(node, message):
 
 def test_eta_above_one_is_valid_because_eq8_bounds_eta_t_not_eta():
     assert parse_run({"hadw": {"anchor": {"eta": 5.0}}}).hadw.anchor.eta == 5.0
-
-
-def test_readme_options_block_is_generated_from_the_declarations():
-    """One declaration per option: the README's block must equal what options.py generates."""
-
-    from verl_hadw.core.options import options_yaml
-
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    block = readme.split("<!-- options:begin -->\n```yaml\n", 1)[1].split("```\n<!-- options:end -->", 1)[0]
-    assert block.rstrip("\n") == options_yaml(), (
-        "README options block is stale: paste the output of `verl-hadw options`"
-    )
 
 
 def test_every_user_option_has_a_doc_and_a_check():

@@ -1,7 +1,7 @@
 """One verl estimator call parses its options once; later calls of the same configuration parse and check nothing.
 
 The near-miss checks (difflib over every key) and the unused-option warnings run once per configuration, not on
-every step (``call_config.read_call``). Each call reads verl's node once (one resolve, one look-up of the trainer
+every step (``run_options.read_call``). Each call reads verl's node once (one resolve, one look-up of the trainer
 node) and hands that read down: nothing after it resolves the node again."""
 
 import numpy as np
@@ -10,8 +10,8 @@ import torch
 from omegaconf import OmegaConf
 
 from verl_hadw.core import options as core_options
-from verl_hadw.verl_adapter.config import call_config, run_options
 from verl_hadw.verl_adapter.config import checks as config_check
+from verl_hadw.verl_adapter.config import run_options
 from verl_hadw.verl_adapter.estimators import compute_dgpo_outcome_advantage, compute_hadw_outcome_advantage
 from verl_hadw.verl_adapter.process_state import reset
 
@@ -30,7 +30,7 @@ def counted(monkeypatch):
 
         monkeypatch.setattr(module, name, wrapper)
 
-    counting("parse_run", call_config)  # read_call's parse of a configuration
+    counting("parse_run", run_options)  # read_call's parse of a configuration
     counting("parse_section", core_options)  # the core's parser, one section at a time
     counting("check_sections", config_check)
     reset()
@@ -81,9 +81,9 @@ def test_a_bad_option_still_stops_every_call(counted):
 def test_the_parsed_options_are_the_ones_handed_down():
     reset()
     config = OmegaConf.create({"adv_estimator": "hadw", "hadw": {"state_key": "k", "lambda_scale": 1.5}})
-    run = call_config.read_call(config).run
+    run = run_options.read_call(config).run
     assert run == run_options.parse_run(config) and run.hadw.lambda_scale == 1.5
-    assert call_config.read_call(config).run is run
+    assert run_options.read_call(config).run is run
     reset()
 
 

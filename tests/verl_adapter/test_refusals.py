@@ -3,7 +3,7 @@
 Each case refuses one call at step 2 of a three-step run, between step 1 and step 2's good call: the anchor's state
 and its (step, call) ids are equal before and after the refused call, nothing is logged for it, and the run then
 goes on bit for bit as a run that never saw it. The sweep covers every ``raise`` of the estimators' input checks
-and equations (``groups``, ``group_labels``, ``advantages``: a new one without a case fails
+and equations (``groups``, ``advantages``: a new one without a case fails
 ``test_the_sweep_reaches_every_refusal``), for verl's ``hadw`` (over GRPO and DGPO) and ``dgpo``, and TRL's trainer.
 """
 
@@ -23,7 +23,7 @@ from verl_hadw.verl_adapter.estimators import compute_dgpo_outcome_advantage as 
 from verl_hadw.verl_adapter.estimators import compute_hadw_outcome_advantage as hadw
 from verl_hadw.verl_adapter.process_state import PROCESS
 
-CHECKED = ("verl_hadw/core/groups.py", "verl_hadw/core/group_labels.py", "verl_hadw/core/advantages.py")
+CHECKED = ("verl_hadw/core/groups.py", "verl_hadw/core/advantages.py")
 
 
 def good(step):

@@ -12,7 +12,7 @@ from omegaconf import OmegaConf
 from repo_paths import FIXTURES
 
 from verl_hadw.core.anchor import AnchorState
-from verl_hadw.verl_adapter.anchor_home.checkpoint_files import CheckpointFiles
+from verl_hadw.verl_adapter.anchor_store.checkpoint_files import CheckpointFiles
 from verl_hadw.verl_adapter.config.run_options import parse_run
 
 FIXTURE = FIXTURES / "anchor_v0_3"

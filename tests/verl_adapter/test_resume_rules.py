@@ -19,8 +19,8 @@ from verl_hadw.core.anchor.file_format import STATE_FILE
 from verl_hadw.core.errors import ResumeConflictError
 from verl_hadw.core.options import AnchorConfig, DgpoConfig, HadwConfig
 from verl_hadw.verl_adapter import process_state
-from verl_hadw.verl_adapter.anchor_home import anchor_client as anchor_client
-from verl_hadw.verl_adapter.anchor_home.legacy_snapshots import SNAPSHOT_DIR
+from verl_hadw.verl_adapter.anchor_store import client as anchor_client
+from verl_hadw.verl_adapter.anchor_store.legacy_snapshots import SNAPSHOT_DIR
 from verl_hadw.verl_adapter.config.run_options import parse_run
 
 RESUME_PAGE = ROOT / "docs" / "reliability.md"  # "Resuming under changed options"

@@ -19,7 +19,7 @@ from verl_hadw.core.anchor.compatibility import ACCURACY_INDEX, REWARD_FUNCS, RE
 from verl_hadw.core.anchor.file_format import STATE_FILE
 from verl_hadw.core.errors import AnchorFileError, ResumeConflictError
 from verl_hadw.hf_trainer.checkpoint_anchor import OptionsRecord, TrainerAnchor
-from verl_hadw.trl.terms import TRL
+from verl_hadw.trl.grpo_config import TRL
 from verl_hadw.verl_adapter import process_state
 
 

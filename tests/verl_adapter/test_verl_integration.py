@@ -15,7 +15,7 @@ from verl.utils.skip.skip_manager import SkipManager
 from verl.utils.tracking import Tracking
 
 from verl_hadw.verl_adapter import process_state
-from verl_hadw.verl_adapter.anchor_home import anchor_client as anchor_client
+from verl_hadw.verl_adapter.anchor_store import client as anchor_client
 from verl_hadw.verl_adapter.config.run_options import parse_run
 from verl_hadw.verl_adapter.estimators import compute_dgpo_outcome_advantage, compute_hadw_outcome_advantage
 
@@ -83,8 +83,9 @@ def test_trainer_step_k_calls_share_prior_through_verl():
 
 
 def test_dgpo_alone_files_the_k_calls_of_a_trainer_step_under_that_step():
-    """DGPO without HA-DW (``steps.stateless_step``): the K mini-batch calls of a separate_async step add up under
-    verl's step, every group once per call (the async launches train HA-DW over DGPO, tests/e2e/test_e2e_modes.py)."""
+    """DGPO without HA-DW (``process_state.stateless_step``): the K mini-batch calls of a separate_async step add up
+    under verl's step, every group once per call (the async launches train HA-DW over DGPO,
+    tests/e2e/test_e2e_modes.py)."""
     config = verl_algorithm("dgpo", state_key="dgpo-k-calls")
     for step in (1, 2):
         SkipManager.set_step(step)
@@ -197,5 +198,5 @@ def test_hadw_on_the_v1_trainer_saving_checkpoints_without_the_callback_warns_at
     said = [str(w.message) for w in caught if "saved in no checkpoint" in str(w.message)]
     assert len(said) == (1 if warns else 0), said  # once, at the first call
     if warns:
-        assert "checkpoints every 5 steps (trainer.save_freq)" in said[0]
+        assert "checkpoints every 5 steps without the plugin's checkpoint callback" in said[0]
         assert "Set trainer.checkpoint_callback_class=verl_hadw.callback.HadwCheckpointCallback" in said[0]

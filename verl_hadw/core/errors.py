@@ -1,31 +1,10 @@
-"""Every error the plugin raises, and each remedy its messages offer, written once.
-
-A message names what went wrong and the way out; the ways out that recur (start a fresh anchor, resume from
-another checkpoint) are each framework's words (``terms.Terms``), passed in by its adapter, so every message of one
-framework says them alike. Pure Python: no verl, torch or Ray import.
-"""
+"""Every error the package raises, and the frozen-anchor warning; remedies in each framework's words (``Terms``)."""
 
 from __future__ import annotations
 
-__all__ = [
-    "ConfigError",
-    "MissingAnchorStateError",
-    "AnchorFileError",
-    "AnchorSaveError",
-    "AnchorStepError",
-    "PartialCheckpointError",
-    "ResumeConflictError",
-    "RewardValueError",
-    "AnchorActorError",
-    "MissingExtraError",
-    "UnusedOptionsWarning",
-    "frozen_anchor_message",
-]
 
-# ------------------------------------------------------------------------------------------ messages
 def frozen_anchor_message(window: int, posterior: float, batch_acc: float, key, anchor: str = "") -> str:
-    """The warning when the anchor stopped following the batch accuracy (``AnchorView.warn``), with its remedies
-    under the framework's option names (``key``: ``Terms.key``)."""
+    """The warning for an anchor that stopped following the batch accuracy; ``key``: ``Terms.key``."""
     name = f" {anchor!r}" if anchor else ""
     return (
         f"HA-DW anchor{name} is frozen: it moved < 1e-3 over {window} steps while the batch accuracy is > 0.05 away "
@@ -35,10 +14,8 @@ def frozen_anchor_message(window: int, posterior: float, batch_acc: float, key, 
     )
 
 
-# ------------------------------------------------------------------------------------------ error classes
 class ConfigError(ValueError):
-    """A bad option value (``algorithm.hadw.*`` in verl, ``hadw_*`` in TRL, or a framework setting); the message
-    names the key and what is valid."""
+    """A bad option value; the message names the key and what is valid."""
 
 
 class MissingAnchorStateError(RuntimeError):
@@ -46,9 +23,7 @@ class MissingAnchorStateError(RuntimeError):
 
 
 class AnchorFileError(MissingAnchorStateError):
-    """A resume found ``verl_hadw_anchor.json`` but cannot use it: unreadable, corrupt, truncated, of an unknown
-    schema, with missing or out-of-range fields, or saved at another step. The message names the file, the
-    problem and the ways out."""
+    """A resume found the anchor file but cannot use it (unreadable, corrupt, another schema or step)."""
 
 
 class AnchorSaveError(RuntimeError):
@@ -56,31 +31,27 @@ class AnchorSaveError(RuntimeError):
 
 
 class PartialCheckpointError(RuntimeError):
-    """A resume names a checkpoint its framework cannot resume from whole: its save was cut off (a kill, a full disk)
-    before the framework's last file. Refused before anything loads from it; the message names the folder, what is
-    missing and the newest whole checkpoint beside it."""
+    """A resume names a checkpoint whose save was cut off before the framework's last file."""
 
 
 class AnchorStepError(RuntimeError):
-    """A call arrived for a step older than the anchor's open step (e.g. a resume that lost its state)."""
+    """A call arrived for a step older than the anchor's open step."""
 
 
 class ResumeConflictError(ConfigError):
-    """A resume changes an option that changes the meaning of the saved anchor or the method being trained
-    (``anchor.compatibility``); the message names each key, old -> new, and the ways out."""
+    """A resume changes an option that changes the meaning of the saved anchor or the method being trained."""
 
 
 class RewardValueError(TypeError):
-    """A reward function returned something that is not a number (a string, a list...); the message names the
-    function, the value and the completion."""
+    """A reward function returned something that is not a number."""
 
 
 class AnchorActorError(RuntimeError):
-    """The anchor's Ray actor name is held by an actor that is not a verl-hadw anchor; the message names it."""
+    """The anchor's Ray actor name is held by an actor that is not a verl-hadw anchor."""
 
 
 class MissingExtraError(SystemExit):
-    """A CLI subcommand needs a pip extra that is not installed (the message names it)."""
+    """A CLI subcommand needs a pip extra that is not installed."""
 
 
 class UnusedOptionsWarning(UserWarning):

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 
-__all__ = ["require", "install_command"]
-
 
 def install_command(extra: str) -> str:
     """The install line of an extra: from the registry once published, from a clone until then."""
@@ -13,9 +11,7 @@ def install_command(extra: str) -> str:
 
 
 def require(module: str, adapter: str, extra: str) -> None:
-    """Raise ``ModuleNotFoundError`` (one line, naming the install command) unless ``module`` can be imported.
-
-    Looks the module up without importing it (``import verl`` takes seconds and loads verl's plugins)."""
+    """Raise ``ModuleNotFoundError`` naming the install command unless ``module`` is installed (not imported)."""
     try:
         found = importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):  # a finder refused it, or a broken half-installed module

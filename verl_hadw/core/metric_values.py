@@ -1,10 +1,5 @@
-"""Per-step HA-DW / DGPO metric values: what one call records, how several calls of a step combine, what is logged.
-
-Every adapter logs the same names (``hadw/anchor_prior``, ``hadw/phi_mean``, ``dgpo/valid_groups``, ...): verl's
-merges them into its ``Tracking.log`` call (``verl_adapter.metrics``), TRL's and ms-swift's into their trainer's
-``_metrics`` (``hf_trainer.trainer_hooks``).
-Each keeps one ``MetricBuffer``; the buffer keeps only the last ``MAX_STEPS`` steps.
-"""
+"""Per-step ``hadw/*`` and ``dgpo/*`` metric values, logged under the same names by every adapter: what one call
+records, how a step's calls combine, what is logged; the last ``MAX_STEPS`` steps are kept."""
 
 from __future__ import annotations
 
@@ -14,8 +9,6 @@ from collections import OrderedDict
 import torch
 
 from verl_hadw.core.anchor.machine import AnchorView
-
-__all__ = ["MetricBuffer", "MAX_STEPS", "phi_summary_terms"]
 
 MAX_STEPS = 64
 _SUM, _MIN, _MAX, _LAST = "sum", "min", "max", "last"
@@ -34,53 +27,43 @@ class MetricBuffer:
     def _record(self, step: int, values: dict[str, tuple[str, float]]) -> None:
         acc = self.steps.setdefault(step, {})
         for name, (how, value) in values.items():
-            if name not in acc or how == _LAST:
-                acc[name] = (how, value)
-                continue
-            old = acc[name][1]
+            old = acc[name][1] if name in acc and how != _LAST else math.nan
             acc[name] = (how, _COMBINE[how](old, value) if not math.isnan(old) else value)
         while len(self.steps) > MAX_STEPS:
             self.steps.popitem(last=False)
 
     def record_hadw(self, view: AnchorView, phi: torch.Tensor, lambda_scale: float, recoveries: int = 0,
                     summary: tuple[float, ...] | None = None) -> None:
-        """One HA-DW call: the anchor view (last call wins), Φ (n,) over its valid responses, and how often the
-        anchor's store had to be rebuilt (verl's Ray actor; 0 elsewhere). ``summary``: ``phi_summary_terms`` as
-        the call read them already (``HadwCall.phi_summary``), else read here."""
+        """One HA-DW call: the anchor's view (the last call's wins), Φ (n,), the rebuilds of the anchor's store
+        (verl's Ray actor), and Φ's ``phi_summary_terms`` as read by the call (None: read here)."""
         if summary is None:
-            summary = torch.stack(phi_summary_terms(phi, lambda_scale)).tolist()  # one sync instead of five
+            summary = torch.stack(phi_summary_terms(phi, lambda_scale)).tolist()
         total, sumsq, low, high, amplified = summary
-        self._record(
-            view.step,
-            {
-                "hadw/anchor_prior": (_LAST, view.prior),
-                "hadw/anchor_posterior": (_LAST, view.posterior),
-                "hadw/batch_acc": (_LAST, view.batch_acc),
-                "hadw/eta_t": (_LAST, view.eta_t),
-                "hadw/sigma_t": (_LAST, view.sigma_t),
-                "hadw/actor_recoveries": (_LAST, float(recoveries)),
-                "_phi_n": (_SUM, float(phi.numel())),
-                "_phi_sum": (_SUM, total),
-                "_phi_sumsq": (_SUM, sumsq),
-                "_phi_amplified": (_SUM, amplified),  # Φ > λ: D = +1, the advantage is amplified
-                "hadw/phi_min": (_MIN, low),
-                "hadw/phi_max": (_MAX, high),
-            },
-        )
+        self._record(view.step, {
+            "hadw/anchor_prior": (_LAST, view.prior),
+            "hadw/anchor_posterior": (_LAST, view.posterior),
+            "hadw/batch_acc": (_LAST, view.batch_acc),
+            "hadw/eta_t": (_LAST, view.eta_t),
+            "hadw/sigma_t": (_LAST, view.sigma_t),
+            "hadw/actor_recoveries": (_LAST, float(recoveries)),
+            "_phi_n": (_SUM, float(phi.numel())),
+            "_phi_sum": (_SUM, total),
+            "_phi_sumsq": (_SUM, sumsq),
+            "_phi_amplified": (_SUM, amplified),  # Φ > λ: D = +1, the advantage is amplified
+            "hadw/phi_min": (_MIN, low),
+            "hadw/phi_max": (_MAX, high),
+        })
 
     def record_dgpo(self, step: int, counts: dict[str, float]) -> None:
         """One DGPO call's group and token counts (``advantages.dgpo_advantage``)."""
-        self._record(
-            step,
-            {
-                "dgpo/valid_groups": (_SUM, counts["valid_groups"]),
-                "dgpo/zero_var_groups": (_SUM, counts["groups"] - counts["valid_groups"]),
-                "_tokens_all": (_SUM, counts["tokens_all"]),
-                "_tokens_valid": (_SUM, counts["tokens_valid"]),
-                "dgpo/weight_min": (_MIN, counts["weight_min"]),
-                "dgpo/weight_max": (_MAX, counts["weight_max"]),
-            },
-        )
+        self._record(step, {
+            "dgpo/valid_groups": (_SUM, counts["valid_groups"]),
+            "dgpo/zero_var_groups": (_SUM, counts["groups"] - counts["valid_groups"]),
+            "_tokens_all": (_SUM, counts["tokens_all"]),
+            "_tokens_valid": (_SUM, counts["tokens_valid"]),
+            "dgpo/weight_min": (_MIN, counts["weight_min"]),
+            "dgpo/weight_max": (_MAX, counts["weight_max"]),
+        })
 
     def peek(self, step: int) -> dict[str, float]:
         """The metrics recorded so far for ``step`` (left in the buffer)."""

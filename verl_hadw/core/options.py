@@ -1,12 +1,5 @@
-"""HA-DW's and DGPO's options (verl: ``algorithm.hadw`` / ``algorithm.dgpo``; TRL: ``hadw_*`` / ``dgpo_*``): every
-option declared once, with its default, range and doc, and the one parser.
-
-Each user option is one dataclass field made by :func:`option` (default, one-line doc, and a check: a range, a
-set of choices, ...). :func:`declarations` is the one walk over them: the parser, its error messages ("Did you
-mean ..."), each adapter's start-up checks and fields, the resume rules and the options block of the README and
-docs/options.md (:func:`options_yaml`, compared with both by a test) all read it. The parser takes plain mappings
-(an adapter turns its framework's config into one) and the framework's option names (``key``, ``terms.Terms.key``)
-for its messages. Pure Python: no framework import.
+"""HA-DW's and DGPO's options (verl: ``algorithm.hadw`` / ``algorithm.dgpo``; TRL: ``hadw_*`` / ``dgpo_*``), each
+declared once with its default, range and doc; the parser of plain mappings; the docs' options block.
 """
 
 from __future__ import annotations
@@ -19,20 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from verl_hadw.core.errors import ConfigError
-
-__all__ = [
-    "ConfigError",
-    "AnchorConfig",
-    "HadwConfig",
-    "DgpoConfig",
-    "Key",
-    "SECTIONS",
-    "declarations",
-    "parse_section",
-    "check_option",
-    "plain_value",
-    "options_yaml",
-]
+from verl_hadw.core.terms import yaml_value
 
 #: How a framework names an option path (``"hadw.anchor.eta"``): ``Terms.key`` of its adapter.
 Key = Callable[[str], str]
@@ -55,16 +35,14 @@ class AnchorConfig:
 
     mode: str = option("kalman", "kalman (Eqs. 8-12) | moving_average (App. F) | fixed (Table 2)",
                        kind="choice", choices=("kalman", "moving_average", "fixed"))
-    # The paper gives no η. 16 is measured (benchmarks/anchor_time_constant.py, docs/choices.md): with the literal
-    # Eq. 10 σ it tracks accuracy with an 11-21 step rise time for batch-accuracy noise 0.005-0.05; η <= 1 freezes
-    # the anchor.
+    # The paper gives no η; 16 tracks accuracy with an 11-21 step rise time for batch-accuracy noise 0.005-0.05, η <= 1
+    # freezes the anchor (benchmarks/anchor_time_constant.py).
     eta: float = option(16.0, "η of Eq. 11, chosen by measurement (docs/choices.md)", kind="number", lo=0.0)
     window: int = option(10, "m of Eqs. 9-10 (h of App. F)", kind="integer", lo=1)
     sigma_source: str = option("anchor", "anchor: Eq. 10 literally | accuracy: σ of the last m batch accuracies",
                                kind="choice", choices=("anchor", "accuracy"))
     sigma_warmup: float = option(1.0, "σ_t while fewer than 2 past values exist (paper silent)", kind="number", lo=0.0)
-    # Literal Eq. 10-11 (eta_min: 0) can freeze for good: equal first accuracies give σ_t = 0, so η_t = 0 forever.
-    # The floor keeps C_t following y_t (benchmarks/anchor_freeze.py, docs/choices.md).
+    # eta_min keeps C_t following y_t where equal first accuracies give σ_t = 0, so η_t = 0 forever (anchor_freeze.py)
     eta_min: float = option(0.05, "floor of η_t = clamp(η·σ_t, eta_min, 1); 0 = literal Eq. 11, which can freeze",
                             kind="number", lo=0.0, hi=1.0)
     init: Any = option("first_batch", "C⁻ of step 1: the first call's accuracy, or a number in [0, 1]", kind="init")
@@ -107,7 +85,6 @@ class HadwConfig:
     anchor: AnchorConfig = option(AnchorConfig, "", kind="section")
 
 
-# --------------------------------------------------------------------------------------------- parsing
 SECTIONS: dict[str, type] = {"hadw": HadwConfig, "dgpo": DgpoConfig}  # option path of a section -> its dataclass
 
 
@@ -124,22 +101,11 @@ def _walk(cls: type, path: str) -> dict[str, dataclasses.Field]:
 
 @functools.lru_cache(maxsize=1)
 def declarations() -> dict[str, dataclasses.Field]:
-    """Every declaration by its option path (``"hadw.lambda_scale"``, ``"hadw.anchor"`` (a section),
-    ``"hadw.anchor.eta"``, ``"dgpo.temperature"``), in declaration order: the one walk over the declarations that
-    the parser, the start-up checks, the resume rules, TRL's fields and the docs all read."""
+    """Every declaration by option path (``"hadw.lambda_scale"``, ``"hadw.anchor"``, ``"hadw.anchor.eta"``), in
+    declaration order: what the parser, the start-up checks, the resume rules and the docs read."""
     out = {}
     for section, cls in SECTIONS.items():
         out.update(_walk(cls, section))
-    return out
-
-
-def _section_classes() -> dict[str, type]:
-    """Option path of every section, nested ones included, in declaration order -> its dataclass."""
-    out = {}
-    for section, cls in SECTIONS.items():
-        out[section] = cls
-        out.update({path: f.default_factory for path, f in _walk(cls, section).items()
-                    if f.metadata["kind"] == "section"})
     return out
 
 
@@ -154,21 +120,10 @@ def _to_dict(node: Any, where: str) -> dict:
     raise ConfigError(f"{where} must be a mapping, got {type(node).__name__}: {node!r}")
 
 
-def _interval(lo: float, hi: float, lo_open: bool) -> str:
-    return f"{'(' if lo_open else '['}{lo}, {'inf' if hi == INF else hi}]"
-
-
-def check_option(value: Any, path: str, key: Key) -> Any:
-    """``value`` of the option at ``path`` (``"hadw.log_metrics"``) validated against its declaration; errors name
-    it as ``key(path)``."""
-    return _check(value, declarations()[path], key(path))
-
-
 def _check(value: Any, f: dataclasses.Field, key: str) -> Any:
     """``value`` of option ``f`` (named ``key`` in messages) validated against its declaration."""
-    m = f.metadata
+    m, value = f.metadata, plain_value(value)
     kind = m["kind"]
-    value = plain_value(value)
     if kind == "flag":
         if not isinstance(value, bool):
             raise ConfigError(f"{key} must be true or false, got {value!r}.")
@@ -205,14 +160,14 @@ def _check(value: Any, f: dataclasses.Field, key: str) -> Any:
         raise ConfigError(f"{key} must be a finite number, got {value!r}.")
     value = float(value)
     if value < m["lo"] or (m["lo_open"] and value == m["lo"]) or value > m["hi"]:
-        raise ConfigError(f"{key}={value} is out of range; valid: {_interval(m['lo'], m['hi'], m['lo_open'])}.")
+        interval = f"{'(' if m['lo_open'] else '['}{m['lo']}, {'inf' if m['hi'] == INF else m['hi']}]"
+        raise ConfigError(f"{key}={value} is out of range; valid: {interval}.")
     return value
 
 
 def plain_value(value: Any) -> Any:
-    """A numpy scalar (``np.float32(1.3)``, ``np.int64(4)``, ``np.bool_(True)``, ``np.str_``) as the Python value it
-    stands for; anything else as it is. A float32 becomes the shortest decimal that reads back as it (``1.3``, not
-    1.2999999523), the number its user wrote. Without importing numpy (this module is pure Python)."""
+    """A numpy scalar as the Python value it stands for (``np.float32(1.3)``: 1.3, not 1.2999999523); else
+    ``value``."""
     if type(value).__module__ != "numpy" or not hasattr(value, "item") or getattr(value, "ndim", 0) != 0:
         return value
     plain = value.item()
@@ -222,8 +177,8 @@ def plain_value(value: Any) -> Any:
 
 
 def parse_section(section: str, values: Mapping | None, key: Key):
-    """The options of ``section`` (``"hadw"`` or ``"dgpo"``) from the user's ``values`` (a plain mapping; None:
-    all defaults), unknown keys, types and ranges checked; every message names options by ``key``."""
+    """The options of ``section`` (``"hadw"`` or ``"dgpo"``) from ``values`` (a mapping; None: the defaults),
+    checked; messages name options by ``key`` (``Terms.key``)."""
     return _parse(SECTIONS[section], _to_dict(values, key(section)), section, key)
 
 
@@ -235,16 +190,14 @@ def _parse(cls: type, values: Mapping, path: str, key: Key):
     for name in values:
         if name not in allowed:
             hint = difflib.get_close_matches(str(name), allowed, n=1)
-            elsewhere = [s for s, c in _section_classes().items() if s != path
-                         and name in {f.name for f in dataclasses.fields(c) if "kind" in f.metadata}]
+            elsewhere = [p for p, _, n in (d.rpartition(".") for d in declarations()) if n == name and p != path]
             did_you_mean = (
                 f" Did you mean '{key(f'{path}.{hint[0]}')}'?" if hint
                 else f" '{name}' is an option of {key(elsewhere[0])}: did you mean '{key(f'{elsewhere[0]}.{name}')}'?"
                 if elsewhere else ""
             )
-            raise ConfigError(
-                f"Unknown key '{where}.{name}'.{did_you_mean} Valid keys under {where}: {', '.join(allowed)}."
-            )
+            raise ConfigError(f"Unknown key '{where}.{name}'.{did_you_mean} Valid keys under {where}: "
+                              f"{', '.join(allowed)}.")
     parsed = {}
     for f in fields:
         option = f"{path}.{f.name}"
@@ -255,15 +208,8 @@ def _parse(cls: type, values: Mapping, path: str, key: Key):
     return cls(**parsed)
 
 
-# ----------------------------------------------------------------------------------------- the docs
 def _yaml_value(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float) and (value != 0 and abs(value) < 1e-3):
-        return f"{value:.1e}"
-    return str(value)
+    return f"{value:.1e}" if isinstance(value, float) and value != 0 and abs(value) < 1e-3 else yaml_value(value)
 
 
 def _yaml_lines(cls: type, indent: int) -> list[str]:

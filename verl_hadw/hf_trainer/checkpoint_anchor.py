@@ -1,21 +1,7 @@
-"""The HA-DW anchor of one HF-Trainer-based GRPO trainer (TRL's, ms-swift's): the pure ``AnchorState`` on every
-rank, its steps, its checkpoint file.
+"""The HA-DW anchor of one HF-Trainer-based GRPO trainer, identical on every rank, and its checkpoint file.
 
-Both frameworks gather every process's rewards before they compute advantages, so every rank observes the same
-counts in the same order and holds an identical ``AnchorState``: no actor, no communication. The anchor observes
-each generation batch once (a generation's advantages are reused over ``num_iterations`` ×
-``steps_per_generation`` micro-steps without calling the advantage code again). A generation's step is the
-optimizer step it first trains (``state.global_step + 1``); generation batches inside one optimizer step
-(``steps_per_generation < gradient_accumulation_steps``) are calls of that step and share its prior, as verl's
-mini-batch calls do.
-
-Persistence reuses verl's v1 files and rules: ``checkpoint-N/verl_hadw_anchor.json`` (``anchor.file_format``),
-written by the saving process first, before the Trainer's own files (``trainer_hooks``: so before older checkpoints
-are removed and before any "newest" link moves); a resume from a checkpoint whose save was cut off is refused naming
-the newest whole one (``resumed_step``); a resume reads the anchor through the same checks
-(``read_state_file``) and the same resume rules (``resume.continue_under``: a changed meaning refuses, a changed
-tuning warns), a missing or damaged file is an error unless ``hadw_allow_missing_state``. The core composes their
-messages in the framework's words (the ``Terms`` each object is given: TRL's fields, swift's flags).
+A generation batch is observed once, at the optimizer step it first trains. ``checkpoint-N/verl_hadw_anchor.json`` is
+verl's file; a resume reads it through the core's resume rules and refuses a checkpoint whose save was cut off.
 """
 
 from __future__ import annotations
@@ -57,9 +43,8 @@ TRAINER_STATE = "trainer_state.json"  # transformers' TRAINER_STATE_NAME: the la
 
 
 def trainer_step(folder: str) -> int:
-    """The optimizer step an HF Trainer resumes ``folder`` at: its ``trainer_state.json``'s global_step. ValueError,
-    saying what is wrong, where the file is missing or cannot be read (bounded, regular files only: as the anchor
-    file, a FIFO or /dev/zero would hang or never end)."""
+    """The optimizer step an HF Trainer resumes ``folder`` at (its ``trainer_state.json``); ValueError, saying what is
+    wrong, where the file is missing or cannot be read."""
     path = os.path.join(folder, TRAINER_STATE)
     if not os.path.isdir(folder):  # e.g. swift's last-checkpoint link, its target removed
         target = f"it is a link to {os.readlink(folder)!r}, which" if os.path.islink(folder) else "it"
@@ -73,8 +58,7 @@ def trainer_step(folder: str) -> int:
 
 
 def whole_trainer_files(folder: str, step: int) -> bool:
-    """Whether the Trainer's save of ``checkpoint-<step>`` ran to its last file (``trainer_state.json``, of that
-    step)."""
+    """Whether the Trainer's save of ``checkpoint-<step>`` ran to its last file, ``trainer_state.json``."""
     try:
         return trainer_step(folder) == step
     except ValueError:
@@ -82,8 +66,8 @@ def whole_trainer_files(folder: str, step: int) -> bool:
 
 
 def newest_whole_checkpoint(folder: str) -> str | None:
-    """The newest ``checkpoint-K`` beside ``folder`` (K below its number, when it is a folder whose name or whose link's
-    target has one) that is whole: the Trainer's files of step K and a valid anchor file (of any method)."""
+    """The newest whole ``checkpoint-K`` beside ``folder`` (K below its number, if it has one): the Trainer's files
+    of step K and a valid anchor file."""
     name = os.path.basename(os.path.realpath(folder))
     number = name[len(PREFIX_CHECKPOINT_DIR) + 1:]
     numbered = name.startswith(f"{PREFIX_CHECKPOINT_DIR}-") and number.isdigit() and os.path.isdir(folder)
@@ -93,10 +77,8 @@ def newest_whole_checkpoint(folder: str) -> str | None:
 
 
 def resumed_step(folder: str, terms: Terms) -> int:
-    """The optimizer step the Trainer resumes ``folder`` at. A folder it cannot resume from whole is refused before
-    anything loads from it (``PartialCheckpointError``, one line naming the newest whole checkpoint beside it): the
-    Trainer writes ``trainer_state.json`` after the weights, the optimizer, the scaler and the RNG states, so a save
-    cut off (a kill, a full disk) leaves none; transformers 5.x stops on its absence too, after loading the weights."""
+    """The optimizer step the Trainer resumes ``folder`` at; ``PartialCheckpointError`` naming the newest whole
+    checkpoint where the folder's save was cut off (no ``trainer_state.json``, the Trainer's last file)."""
     try:
         return trainer_step(folder)
     except ValueError as exc:
@@ -115,16 +97,14 @@ def resumed_step(folder: str, terms: Terms) -> int:
 
 
 def way_back(checkpoint: str, step: int, options: dict, anchor: bool) -> str | None:
-    """The newest earlier whole ``checkpoint-K`` beside ``checkpoint`` whose file a run with ``options`` (``anchor``:
-    an HA-DW run) continues without a refusal: the way back a refused resume names."""
+    """The newest earlier whole ``checkpoint-K`` beside ``checkpoint`` that a run with ``options`` can resume."""
     return earlier_valid_checkpoint(checkpoint, step, prefix=f"{PREFIX_CHECKPOINT_DIR}-", needs=None,
                                     accepts=lambda saved: resumable(saved, options, anchor), whole=whole_trainer_files)
 
 
 class TrainerAnchor:
-    """One trainer's anchor (every rank holds an equal one). ``options``: the run's options as verl's flat keys
-    (``OptionFields.recorded_options``), recorded in every file and compared on resume; ``terms``: the framework's
-    words."""
+    """One trainer's anchor. ``options``: the run's options as verl's flat keys, recorded in every file and compared
+    on resume; ``terms``: the framework's words."""
 
     def __init__(self, cfg: HadwConfig, options: dict, terms: Terms):
         self.cfg, self.options, self.terms = cfg, options, terms
@@ -160,14 +140,16 @@ class TrainerAnchor:
         missing_anchor(self.cfg, message, self.terms, *([error] if error else []))
         return None
 
+    def _call(self, step: int) -> int:
+        return self._last[1] + 1 if self._last[0] == step else 0
+
     def peek(self, step: int, correct: float, count: int) -> AnchorView:
         """The view ``observe(step, correct, count)`` would return, leaving the anchor as it is (checked first)."""
-        call = self._last[1] + 1 if self._last[0] == step else 0
-        return copy.deepcopy(self.state).observe(step, call, correct, count)
+        return copy.deepcopy(self.state).observe(step, self._call(step), correct, count)
 
     def observe(self, step: int, correct: float, count: int) -> AnchorView:
         """Add one generation batch's Σ accuracy and count at optimizer step ``step``; returns the view."""
-        call = self._last[1] + 1 if self._last[0] == step else 0
+        call = self._call(step)
         view = self.state.observe(step, call, correct, count)
         self._last = (step, call)
         if view.warn:
@@ -184,37 +166,32 @@ class TrainerAnchor:
         """Write the anchor into the checkpoint folder of optimizer step ``step`` (atomically)."""
         state = self.state.to_dict()
         if state["open_step"] is not None:
-            # The open generation is still being trained at step N (num_iterations / steps_per_generation reuse it),
-            # so the file files it under N, the step the resume check compares. Step numbers only order calls: the
-            # next generation (step >= N + 1) commits it exactly as the uninterrupted run does.
+            # still trained at step N: filed under N, the step a resume compares; the next generation commits it
             state["open_step"] = step
         write_state_file(os.path.join(folder, STATE_FILE), payload(step, self.cfg.state_key, state, self.options),
                          self.terms)
 
 
 class OptionsRecord:
-    """A run without an anchor (``adv_estimator="dgpo"``): each checkpoint records its options (an anchor file
-    with ``state: null``), and a resume checks the checkpoint's: one trained under HA-DW (or another method) is
-    refused by the resume rules, as it is in verl."""
+    """A run without an anchor (DGPO): each checkpoint records its options (an anchor file with ``state: null``),
+    and a resume checks the checkpoint's."""
 
     def __init__(self, key: str, options: dict, terms: Terms):
         self.key, self.options, self.terms = key, options, terms
 
     def start(self, checkpoint: str | None) -> None:
         step = resumed_step(checkpoint, self.terms) if checkpoint is not None else None
-        path = None if not step else os.path.join(checkpoint, STATE_FILE)
-        if path is None:
+        if not step:
             return  # a fresh start
+        path = os.path.join(checkpoint, STATE_FILE)
         if not os.path.lexists(path):  # a checkpoint that records nothing to compare: said
             warn_unrecorded_checkpoint(checkpoint, self.terms)
             return
         try:
             saved = read_state_file(path, step, self.terms)
         except ValueError as exc:
-            raise AnchorFileError(
-                f"cannot tell which estimator {checkpoint} was trained with: {path} {exc}. Ways "
-                f"out: resume from another checkpoint, or move {path} away if it is not this run's."
-            ) from None
+            raise AnchorFileError(f"cannot tell which estimator {checkpoint} was trained with: {path} {exc}. Resume "
+                                  f"from another checkpoint, or move {path} away if it is not this run's.") from None
         check_saved_options(saved, self.options, path, self.terms,
                             earlier=lambda: way_back(checkpoint, step, self.options, anchor=False))
 

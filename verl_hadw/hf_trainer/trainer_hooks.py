@@ -1,20 +1,7 @@
-"""The wiring every HF-Trainer-based GRPO adapter shares, written once: ``HadwTrainerHooks``, a mixin placed before
-the framework's ``GRPOTrainer``.
+"""``HadwTrainerHooks``: HA-DW and DGPO in an HF-Trainer-based ``GRPOTrainer`` (TRL's, ms-swift's), mixed in before it.
 
-- ``start_hadw(options)``, called at the end of the trainer's ``__init__`` (the framework has built its reward
-  functions by then): the reward weights and ``accuracy_reward_index`` checked against them, unused fields warned,
-  the options parsed once, the anchor (HA-DW) or the options record (DGPO) built.
-- ``_save_checkpoint``: the anchor file (DGPO: the options record) written into ``checkpoint-N`` first, then the
-  framework's save.
-- ``checking_rewards()``: while the framework scores a generation batch, every value a reward function returns is
-  checked (a string is named with its function, ``core.errors.RewardValueError``).
-- ``train()``: the anchor started before the framework's loop, fresh or restored from the checkpoint the Trainer
-  resumes from (``True``: the last one in ``output_dir``, as the Trainer finds it).
-- ``hadw_advantages(rewards, lengths, mode)``: one generation batch's advantages and metrics
-  (``core.reward_matrix.generation_advantages``); ``log_hadw_metrics(values, mode)`` puts the metrics into the
-  framework's ``_metrics``, averaged and logged with its own.
-
-The framework's words are those of the options object (``options.terms``): every message names its fields or flags.
+The options are read once (``start_hadw``), the anchor is started in ``train`` and saved into ``checkpoint-N`` before
+the framework's own files, and each generation batch's advantages and metrics come from ``reward_matrix``.
 """
 
 from __future__ import annotations
@@ -28,23 +15,21 @@ import torch
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, get_last_checkpoint
 
 from verl_hadw.core.metric_values import MetricBuffer
-from verl_hadw.core.option_fields import OptionFields
-from verl_hadw.core.reward_matrix import (
+from verl_hadw.hf_trainer.checkpoint_anchor import OptionsRecord, TrainerAnchor
+from verl_hadw.hf_trainer.option_fields import OptionFields, check_accuracy_index
+from verl_hadw.hf_trainer.reward_matrix import (
     RewardColumns,
     check_accuracy_weight,
     check_reward_values,
     check_reward_weights,
     generation_advantages,
 )
-from verl_hadw.hf_trainer.adapter_fields import check_accuracy_index
-from verl_hadw.hf_trainer.checkpoint_anchor import OptionsRecord, TrainerAnchor
 
 __all__ = ["HadwTrainerHooks", "checked_outputs"]
 
 
 def checked_outputs(func, name: str):
-    """``func`` (a reward function) with each of its returned values checked (``check_reward_values``); a model
-    (``nn.Module``) as it is."""
+    """``func`` (a reward function) with the values it returns checked (``check_reward_values``); a model as it is."""
     if isinstance(func, torch.nn.Module) or not callable(func):
         return func
     if inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(getattr(func, "__call__", None)):
@@ -69,8 +54,8 @@ class HadwTrainerHooks:
     """HA-DW's and DGPO's advantages in an HF-Trainer-based ``GRPOTrainer`` (mixed in before it)."""
 
     def start_hadw(self, options: OptionFields) -> None:
-        """What the trainer runs and records, read once from ``options`` (a field changed later is not read
-        half-way); the anchor or the options record, saved with every checkpoint."""
+        """Read ``options`` once (called at the end of the trainer's ``__init__``): check the reward functions against
+        them, warn about unused fields, build the anchor (HA-DW) or the options record (DGPO)."""
         terms = options.terms
         check_reward_weights(self.reward_weights, self.reward_func_names, terms)
         check_accuracy_index(options.accuracy_reward_index, self.reward_func_names, terms)
@@ -89,8 +74,7 @@ class HadwTrainerHooks:
 
     @contextlib.contextmanager
     def checking_rewards(self):
-        """The framework's reward functions, each value they return checked (``checked_outputs``), while the framework
-        scores a generation batch: a string would otherwise fail in its tensor conversion, naming no function."""
+        """While the framework scores a generation batch, check each value its reward functions return."""
         funcs = self.reward_funcs
         self.reward_funcs = [checked_outputs(f, n) for f, n in zip(funcs, self.reward_func_names)]
         try:
@@ -99,9 +83,7 @@ class HadwTrainerHooks:
             self.reward_funcs = funcs
 
     def train(self, resume_from_checkpoint=None, *args, **kwargs):
-        """The framework's ``train``, with the anchor started first: fresh, or restored from the checkpoint the
-        Trainer resumes from. Under DGPO the checkpoint's estimator is checked instead (one trained under HA-DW is
-        refused)."""
+        """The framework's ``train``, the anchor started first: fresh, or restored from the checkpoint resumed."""
         folder = resume_from_checkpoint
         if folder is True:
             folder = get_last_checkpoint(self.args.output_dir)  # None: the Trainer itself raises "no checkpoint"
@@ -109,12 +91,8 @@ class HadwTrainerHooks:
         return super().train(resume_from_checkpoint, *args, **kwargs)
 
     def _save_checkpoint(self, model, trial, *args, **kwargs):
-        """The framework's checkpoint save, with the anchor file (DGPO: the options record) written into
-        ``checkpoint-N`` first (atomically, by the saving process): before the model's files, before the Trainer
-        removes older checkpoints (``save_total_limit``) and before swift moves its ``last-checkpoint`` link. A save
-        cut off at any moment leaves the previous checkpoints as they were and either a whole ``checkpoint-N`` that
-        holds its anchor, or a partial one (no ``trainer_state.json``, the Trainer's last file), which a resume
-        refuses naming the newest whole one (``checkpoint_anchor.resumed_step``)."""
+        """The framework's save, the anchor file (DGPO: the options record) written into ``checkpoint-N`` first: before
+        the weights, before older checkpoints are removed and before swift's ``last-checkpoint`` link moves."""
         if self.args.should_save:
             step = self.state.global_step
             folder = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{step}")
@@ -122,11 +100,15 @@ class HadwTrainerHooks:
         return super()._save_checkpoint(model, trial, *args, **kwargs)
 
     def hadw_advantages(self, rewards_per_func: torch.Tensor, lengths: torch.Tensor, mode: str = "train"):
-        """(B,) advantages of one generation batch, and its hadw/* dgpo/* metrics (``core.reward_matrix``).
+        """One generation batch's advantages and metrics; in training the anchor observes the batch.
 
-        rewards_per_func: (B, n_funcs), the framework's gathered rewards (NaN: a function returned None); groups are
-        consecutive runs of ``num_generations`` rows. lengths: (B,) each completion's loss tokens (DGPO's Eq. 3).
-        In training HA-DW's anchor observes the batch (at step ``state.global_step + 1``); in evaluation it does not.
+        Args:
+            rewards_per_func: (B, n_funcs) the framework's gathered rewards, NaN where a function returned None.
+            lengths: (B,) each completion's loss tokens (DGPO's Eq. 3).
+            mode: "train" or "eval".
+
+        Returns:
+            (B,) advantages, and the hadw/* dgpo/* values to log.
         """
         columns = RewardColumns(self.reward_func_names, self.reward_weights, self._hadw_accuracy_index)
         return generation_advantages(

@@ -66,7 +66,7 @@ def lambda_interval(
        (easy); c = p̃/p̂.
     3. Â·Φ equals r - p̃ for an effective baseline p̃: incorrect responses (r = 0) give p̃ = λ·e^{D₀M}·p̂,
        correct ones (r = 1) give p̃ = 1 - λ·e^{D₁M}·(1 - p̂); e^{D·M} comes from the package's own
-       ``estimators.hadw_weights`` (Eqs. 13-16). Each yields a λ interval; the feasible interval is their
+       ``core.advantages.hadw_weights`` (Eqs. 13-16). Each yields a λ interval; the feasible interval is their
        intersection (empty when p̂ = anchor, or when δ rules out every covered p).
 
     The GRPO std normalisation divides both responses' advantages by the same group std, so it does not move
@@ -74,7 +74,7 @@ def lambda_interval(
     """
     import torch
 
-    from verl_hadw.verl_adapter.estimators import hadw_weights
+    from verl_hadw.core.advantages import hadw_weights
 
     G = check_group_size(G)
     k = round(p_hat * G)

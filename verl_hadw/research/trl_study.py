@@ -1,20 +1,7 @@
 """The study through TRL on CPU: does HA-DW or DGPO train better than GRPO? (``verl-hadw study --trainer trl``)
 
-The same core as verl's estimators, through TRL's trainer (the three adapters return the same advantages for the
-same batch): one process per (method, seed, learning rate) runs ``research.trl_study_run``; ``workers`` at a time;
-a run whose ``DONE`` exists is never rerun, so an interrupted study resumes by running the same command again.
-
-The methods (``METHODS``): TRL's own ``GRPOTrainer`` (``grpo``), ``hadw``, ``dgpo``, HA-DW over DGPO (``hadw_dgpo``)
-and the step-size control ``grpo_lr_phi``: TRL's GRPO with its learning rate times the mean Φ (``hadw/phi_mean``)
-that the ``hadw`` runs of that learning rate measured, which asks whether HA-DW's effect is only a larger step. So the
-``hadw`` runs of a learning rate go before its ``grpo_lr_phi`` runs.
-
-The design (``TrlStudyPlan``'s defaults, fixed before the runs; ``docs/does-it-help.md`` states it): 48 seeds, two
-learning rates, 150 steps of 8 prompts × 8 completions, the held-out prompts of the toy task's four tiers validated
-every 10 steps. Outputs (``write_outputs``), each a CSV of rows ``method, seed, lr, step, tier, value``:
-``val_accuracy.csv`` (tier ``all``: the mean of the four), ``train_reward.csv.gz`` and ``phi.csv.gz`` (tier ``all``),
-``advantage_share.csv.gz`` (each tier's share of the step's Σ|A|; the per-step tables gzipped, ``TABLE_FILES``);
-then ``summary.md`` (``trl_study_stats``) and the curves.
+One process per (method, seed, learning rate) runs ``research.trl_study_run``, ``workers`` at a time; a run whose
+``DONE`` exists is never rerun. The methods: ``METHODS``; the design: ``TrlStudyPlan`` (docs/does-it-help.md).
 """
 
 from __future__ import annotations

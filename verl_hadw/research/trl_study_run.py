@@ -1,20 +1,6 @@
-"""One run of the study through TRL (``research.trl_study``), in a process of its own:
-
-    python -m verl_hadw.research.trl_study_run RUN_DIR/spec.json
-
-The spec (written by ``trl_study.run_one``) names the method, the seed, the learning rate and the plan's sizes. The
-run trains the CPU demo's tiny model on the toy task with TRL's own ``GRPOTrainer`` (``grpo``, ``grpo_lr_phi``) or
-``HadwGRPOTrainer`` (``hadw``, ``dgpo``, ``hadw_dgpo``), all under TRL's default ``dapo`` loss, and writes into
-RUN_DIR:
-
-- ``steps.jsonl``: per optimizer step, the training reward (TRL's logged ``reward``), HA-DW's ``hadw/phi_mean`` where
-  it runs, each tier's advantage mass Σ|A| over the step's generation batch, and its prompts (their indices);
-- ``val.jsonl``: the held-out accuracy per tier before training and every ``val_every`` steps (and at the last);
-- ``DONE``: the wall time, written last.
-
-Paired by seed: the seed sets the initial weights (``toy.assets.build_model``) and TRL's prompt order (``seed`` and
-``data_seed``), the same for every method. Validation samples from a generator of its own (``torch.random.fork_rng``
-seeded with the run's seed and the step), so it leaves the training's random stream as it was, and a rerun of a spec
+"""One run of the TRL study (``research.trl_study``), in a process of its own:
+``python -m verl_hadw.research.trl_study_run RUN_DIR/spec.json``. It trains the toy task with TRL's own ``GRPOTrainer``
+or ``HadwGRPOTrainer`` and writes ``steps.jsonl``, ``val.jsonl`` and, last, ``DONE`` into RUN_DIR; a rerun of a spec
 reproduces its files bit for bit.
 """
 
@@ -69,14 +55,16 @@ def validate(model, tokenizer, rows: list[dict], n: int, seed: int, max_new_toke
 
 def _trainer_classes(method: str):
     """(config class, trainer class, config fields of the method) of ``method``."""
-    from verl_hadw.trl import HadwGRPOConfig, HadwGRPOTrainer, stock_grpo
+    from verl_hadw.trl import HadwGRPOConfig, HadwGRPOTrainer
 
     ours = {"hadw": {"adv_estimator": "hadw"}, "dgpo": {"adv_estimator": "dgpo"},
             "hadw_dgpo": {"adv_estimator": "hadw", "hadw_base": "dgpo"}}
     if method in ours:
         return HadwGRPOConfig, HadwGRPOTrainer, ours[method]
-    if method in ("grpo", "grpo_lr_phi"):
-        return (*stock_grpo(), {})
+    if method in ("grpo", "grpo_lr_phi"):  # the baseline: TRL's own GRPO, unchanged
+        from trl import GRPOConfig, GRPOTrainer
+
+        return GRPOConfig, GRPOTrainer, {}
     raise ValueError(f"unknown study method {method!r}")
 
 

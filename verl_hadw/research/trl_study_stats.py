@@ -1,15 +1,6 @@
-"""The TRL study's statistics (``research.trl_study``): each run's score, the comparisons paired by seed, Holm's
-correction, the smallest difference the design resolves, the summary and the plots.
-
-A run's score on a tier: ``final``, its held-out accuracy at the last validation (the primary outcome, on tier
-``all``), or ``auc``, the mean of its validations after step 0. Each comparison (``COMPARISONS``: every method
-against ``grpo``, and ``hadw`` against its step-size control) is paired by seed: the mean difference with its 95 %
-t-interval, the paired t-test's and the Wilcoxon signed-rank test's two-sided p (its normal approximation, with the
-correction for ties), and the seeds where the first is
-ahead. Holm's correction runs over each family: the primary family is every comparison at every learning rate on
-the primary outcome; the secondary families are the same comparisons on ``auc`` (tier ``all``), and on each score per
-tier (the four tiers together).
-"""
+"""The TRL study's statistics (``research.trl_study``): each run's score, the comparisons paired by seed (t-interval,
+paired t-test, Wilcoxon signed-rank), Holm's correction per family, the smallest difference the design resolves, the
+summary and the plots (docs/does-it-help.md)."""
 
 from __future__ import annotations
 

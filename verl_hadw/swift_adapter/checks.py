@@ -1,24 +1,17 @@
-"""Every swift setting that would change what HA-DW or DGPO compute: honoured, or refused at start-up in one line.
-
-``check_settings`` runs on swift's parsed ``RLHFArguments`` before a model is loaded; ``check_trainer`` on the built
-trainer, for what swift decides only there (a multi-turn run whose sample count varies per prompt). ``REFUSALS``
-is the table docs/swift.md shows (kept equal by a test). DGPO's valid-token averaging (Eq. 3) is folded into the
-advantages as T_all / T_valid; it is exact where swift's loss divides an optimizer step's token sum by the loss
-tokens of the whole generation batch, gathered over processes (``LOSS_TYPES``, checked by ``hf_trainer.loss_types``).
-"""
+"""The ms-swift releases (``verl_hadw.SWIFT_RANGE``) and the swift settings under which HA-DW and DGPO are the
+methods named; any other is refused at start-up, in one line naming the flag (``REFUSALS``: docs/swift.md's table)."""
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
+from verl_hadw import SWIFT_RANGE
 from verl_hadw.core.errors import ConfigError
-from verl_hadw.core.reward_matrix import check_accuracy_weight, check_reward_weights
-from verl_hadw.hf_trainer.loss_types import GLOBAL_TOKENS, SEQUENCE_MEANS, LossTypes
-from verl_hadw.hf_trainer.words import Spelling
-from verl_hadw.swift_adapter.grpo_config import HadwSwiftArguments
-from verl_hadw.swift_adapter.terms import SWIFT
+from verl_hadw.hf_trainer.checks import GLOBAL_TOKENS, SEQUENCE_MEANS, LossTypes, in_range, installed
+from verl_hadw.hf_trainer.reward_matrix import check_accuracy_weight, check_reward_weights
+from verl_hadw.swift_adapter.grpo_config import SWIFT, HadwSwiftArguments
 
-__all__ = ["REFUSALS", "LOSS_TYPES", "SWIFT_LOSS_TYPES", "check_settings", "check_trainer", "refusals_table"]
+__all__ = ["REFUSALS", "LOSS_TYPES", "installed_swift", "check_swift_version", "check_settings", "check_trainer"]
 
 # loss_type -> (exact, why), for swift 4.3-4.6's GRPOTrainer loss
 LOSS_TYPES = LossTypes({
@@ -28,10 +21,10 @@ LOSS_TYPES = LossTypes({
     "sapo": (False, "averages each completion over its own length first, like grpo"),
     "bnpo": (False, "divides by each process's micro-batch tokens, not by the generation batch's"),
     "dr_grpo": (False, "divides by a constant (batch size × max_completion_length), not by tokens"),
-}, Spelling(flags=True))
+}, flags=True)
 SWIFT_LOSS_TYPES = (*LOSS_TYPES.table, "fipo", "real")  # every loss type of swift 4.3-4.6's GRPOTrainer
 
-# (swift setting as a user writes it, is it set?, why it is refused); a == value reads RLHFArguments after parsing
+# (swift setting as a user writes it, is it set? (read from swift's parsed RLHFArguments), why it is refused)
 _Check = Callable[[Any], bool]
 REFUSALS: list[tuple[str, _Check, str]] = [
     ("--rlhf_type other than grpo", lambda a: a.rlhf_type != "grpo",
@@ -62,23 +55,38 @@ REFUSALS: list[tuple[str, _Check, str]] = [
 ]
 
 
+def installed_swift() -> str:
+    """The installed ms-swift's version (its distribution's metadata)."""
+    return installed("ms-swift", "swift")
+
+
+def check_swift_version() -> str:
+    """The installed ms-swift's version; ``ConfigError`` where it lies outside ``SWIFT_RANGE``."""
+    found = installed_swift()
+    if not in_range(found, SWIFT_RANGE):
+        raise ConfigError(f"verl-hadw's swift adapter supports ms-swift{SWIFT_RANGE}; the installed ms-swift is "
+                          f'{found}. Install one of those releases: pip install "ms-swift{SWIFT_RANGE}".')
+    return found
+
+
 def _loss_type(args) -> str:
     loss_type = getattr(args, "loss_type", None)
     return loss_type[0] if isinstance(loss_type, (list, tuple)) and len(loss_type) == 1 else loss_type
 
 
 def check_settings(args, ours: HadwSwiftArguments) -> None:
-    """Every swift setting in ``REFUSALS``, and the loss type where DGPO's valid-token averaging runs: refused in
-    one line naming the setting, before a model is loaded."""
+    """Raise ``ConfigError`` for a swift setting in ``REFUSALS``, a reward weight, or a loss type under which DGPO's
+    valid-token averaging would not be exact (before a model is loaded)."""
     for setting, is_set, why in REFUSALS:
         if is_set(args):
-            raise ConfigError(f"{setting} is not supported with --adv_estimator {ours.adv_estimator}: {why}.")
+            raise ConfigError(f"{setting} is not supported with --adv_estimator {ours.adv_estimator}: {why}. Leave "
+                              "it at swift's default, or run swift rlhf.")
     loss_type = _loss_type(args)
     if loss_type not in SWIFT_LOSS_TYPES:  # swift itself would stop at its first loss, after a generation batch
-        raise ConfigError(f"--loss_type {loss_type} is not one of swift's GRPO loss types: "
+        raise ConfigError(f"--loss_type {loss_type} is not one of swift's GRPO loss types. Use one of: "
                           f"{', '.join(SWIFT_LOSS_TYPES)}.")
     weights, names = getattr(args, "reward_weights", None), [str(n) for n in getattr(args, "reward_funcs", None) or []]
-    if weights:  # swift's trainer checks nothing of them; ours again once it has built the functions
+    if weights:
         check_reward_weights(weights, names, SWIFT)
         if ours.reads_accuracy():
             check_accuracy_weight(weights, names, ours.accuracy_reward_index, SWIFT)
@@ -89,8 +97,7 @@ def check_settings(args, ours: HadwSwiftArguments) -> None:
 
 
 def _token_masks(args) -> dict[str, tuple[object, str]]:
-    """The swift settings set that drop loss tokens inside swift's loss (``_compute_loss_and_metrics``), after the
-    advantages, with what each drops; swift's ``num_items_in_batch`` counts the tokens before either."""
+    """The swift settings that drop loss tokens inside the loss, after the advantages, with what each drops."""
     masks = {}
     if getattr(args, "overlong_filter", False):
         masks["overlong_filter"] = (True, "drops truncated completions' tokens")
@@ -101,32 +108,22 @@ def _token_masks(args) -> dict[str, tuple[object, str]]:
 
 
 def check_trainer(trainer, ours: HadwSwiftArguments) -> None:
-    """What swift decides when it builds the trainer: a varying sample count, and the values it derives (its
-    ``GRPOConfig`` turns ``--generation_batch_size`` into ``steps_per_generation``, which the flag check before a model
-    loads cannot see). The reward functions are checked by ``hf_trainer.trainer_hooks``."""
+    """Raise ``ConfigError`` for what swift decides only when it builds the trainer: a sample count that varies per
+    prompt, or a derived ``steps_per_generation`` under which DGPO's valid-token averaging would not be exact."""
     if getattr(trainer, "dynamic_num_samples", False):
         raise ConfigError(
-            "this multi-turn run's sample count varies per prompt (swift's dynamic_num_samples): HA-DW's and DGPO's "
-            "groups are consecutive runs of --num_generations completions. Use a multi-turn scheduler that returns "
-            "one sample per completion, or swift rlhf.")
-    if ours.uses_valid_token_norm():  # as swift decided them, whichever flags set them
-        decided = trainer.args
-        steps, accumulation = decided.steps_per_generation, decided.gradient_accumulation_steps
-        LOSS_TYPES.check(_loss_type(decided), None, accumulation)
-        if steps != accumulation:
-            try:
-                LOSS_TYPES.check(_loss_type(decided), steps, accumulation)
-            except ConfigError as refused:
-                raise ConfigError(
-                    f"{refused} Swift derived --steps_per_generation {steps} from --generation_batch_size "
-                    f"{decided.generation_batch_size}, --per_device_train_batch_size "
-                    f"{decided.per_device_train_batch_size} and {decided.world_size} process(es): set "
-                    "--generation_batch_size to their product with --gradient_accumulation_steps, or leave it "
-                    "unset.") from None
-
-
-def refusals_table() -> str:
-    """docs/swift.md's table of refused settings (kept equal by a test)."""
-    rows = ["| swift setting | why it is refused |", "|---|---|"]
-    rows += [f"| `{setting}` | {why} |" for setting, _, why in REFUSALS]
-    return "\n".join(rows)
+            "this multi-turn run's sample count varies per prompt (swift's dynamic_num_samples), but HA-DW's and "
+            "DGPO's groups are runs of --num_generations completions. Use a multi-turn scheduler that returns one "
+            "sample per completion, or swift rlhf.")
+    if ours.uses_valid_token_norm():
+        decided = trainer.args  # as swift decided them, whichever flags set them
+        LOSS_TYPES.check(_loss_type(decided), None, decided.gradient_accumulation_steps)
+        try:
+            LOSS_TYPES.check(_loss_type(decided), decided.steps_per_generation, decided.gradient_accumulation_steps)
+        except ConfigError as refused:
+            raise ConfigError(
+                f"{refused} Swift derived --steps_per_generation {decided.steps_per_generation} from "
+                f"--generation_batch_size {decided.generation_batch_size}, --per_device_train_batch_size "
+                f"{decided.per_device_train_batch_size} and {decided.world_size} process(es): set "
+                "--generation_batch_size to their product with --gradient_accumulation_steps, or leave it unset."
+            ) from None

@@ -1,9 +1,5 @@
-"""``verl-hadw-swift``: swift's command line (``swift.cli.main.cli_main``) with its ``rlhf`` route pointed at ours.
-
-``verl-hadw-swift rlhf --rlhf_type grpo ... --adv_estimator hadw`` is ``swift rlhf ...`` with HA-DW's advantage:
-swift's ``cli_main`` reads ``NPROC_PER_NODE`` / ``NNODES`` (torchrun) and ``--config x.yaml`` as it does for
-``swift``, then runs ``rlhf_route`` in place of its own ``rlhf`` script. Every other subcommand is swift's own.
-"""
+"""``verl-hadw-swift``: swift's command line (``swift.cli.main.cli_main``) with its ``rlhf`` route pointed at ours;
+every other subcommand, ``NPROC_PER_NODE`` and ``--config x.yaml`` work as under ``swift``."""
 
 from __future__ import annotations
 
@@ -26,7 +22,7 @@ Every other subcommand is swift's own ({subcommands}). docs/swift.md has the det
 def main(argv: list[str] | None = None) -> None:
     from swift.cli.main import ROUTE_MAPPING, cli_main
 
-    from verl_hadw.swift_adapter.version import check_swift_version
+    from verl_hadw.swift_adapter.checks import check_swift_version
 
     check_swift_version()
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -35,8 +31,8 @@ def main(argv: list[str] | None = None) -> None:
         print(USAGE.format(subcommands=", ".join(sorted(ROUTE_MAPPING))), flush=True)
         sys.exit(0 if argv else 2)
     if argv[0].replace("_", "-") not in routes:  # swift's own cli_main would end in a KeyError
-        print(f"verl-hadw-swift: error: unknown subcommand {argv[0]!r}; choose one of: "
-              f"{', '.join(sorted(routes))} (verl-hadw-swift --help)", file=sys.stderr)
+        print(f"verl-hadw-swift: error: unknown subcommand {argv[0]!r}. Choose one of: "
+              f"{', '.join(sorted(routes))}.", file=sys.stderr)
         sys.exit(2)
     sys.argv[1:] = argv
     cli_main(routes)

@@ -1,89 +1,73 @@
-"""The HA-DW / DGPO flags of ``verl-hadw-swift rlhf``: one per declared option (``--hadw_lambda_scale``,
-``--dgpo_temperature``, ...), plus ``--adv_estimator`` and ``--accuracy_reward_index``, split from swift's own.
-
-``HadwSwiftArguments`` is a dataclass built from the core's declarations (``core.option_fields``): the same fields,
-defaults and docs as TRL's ``HadwGRPOConfig``. ``split_arguments`` parses ours out of a command line with
-``HfArgumentParser`` (no abbreviations: ``--hadw_lambda`` is a typo, not ``--hadw_lambda_scale``) and hands the rest
-to swift's parser. A flag neither takes is refused with "did you mean", naming ours or swift's. Values are checked
-by the core's parser, whose messages name the flag (``terms.SWIFT``). Swift's ``--scale_rewards`` stands for
-verl's ``algorithm.norm_adv_by_std_in_grpo`` and is read from swift's arguments.
-"""
+"""``HadwSwiftArguments``: the HA-DW / DGPO flags of ``verl-hadw-swift rlhf`` (``--adv_estimator``, ``--hadw_*``,
+``--dgpo_*``), one field each, with the core's defaults and docs."""
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
-from typing import Iterable
+from dataclasses import dataclass, field
+from typing import Literal
 
-from transformers import HfArgumentParser
+from verl_hadw.hf_trainer.option_fields import OptionFields, hf_terms
 
-from verl_hadw.core.errors import ConfigError
-from verl_hadw.core.option_fields import ESTIMATORS, OptionFields, closest_field
-from verl_hadw.hf_trainer.adapter_fields import add_adapter_fields
-from verl_hadw.swift_adapter.terms import SWIFT
+__all__ = ["HadwSwiftArguments"]
 
-__all__ = ["HadwSwiftArguments", "split_arguments", "refuse_unknown", "help_text"]
+SWIFT = hf_terms("ms-swift", flags=True, resume_from="--resume_from_checkpoint <its folder>",
+                 new_experiment="another --output_dir, or no --resume_from_checkpoint (or --resume_only_model true "
+                                "--ignore_data_skip true: the weights only, a new run)")
 
 
 @dataclass
-@add_adapter_fields
 class HadwSwiftArguments(OptionFields):
-    """The HA-DW / DGPO options of one swift run (``--adv_estimator``, ``--accuracy_reward_index``, ``--hadw_*``,
-    ``--dgpo_*``)."""
+    """The HA-DW / DGPO options of one swift run, one flag per field; each ``--hadw_*`` / ``--dgpo_*`` flag is verl's
+    ``algorithm.hadw.*`` / ``algorithm.dgpo.*`` option, its dots made underscores (``--help`` lists them)."""
 
     terms = SWIFT  # the core's messages name swift's flags
     scale_rewards = "group"  # swift's --scale_rewards, set from swift's arguments (not a flag of ours)
 
+    adv_estimator: Literal["hadw", "dgpo"] = field(default="hadw", metadata={
+        "help": "hadw (HA-DW; --hadw_base dgpo: HA-DW over DGPO) | dgpo. verl: algorithm.adv_estimator."})
+    accuracy_reward_index: int | None = field(default=None, metadata={
+        "help": "which of --reward_funcs is the accuracy; unset: the combined reward, binary or thresholded."})
+    hadw_lambda_scale: float = field(
+        default=1.3, metadata={"help": "λ_scale of Eq. 16; the paper's best (Table 7). Valid: > 0.0."})
+    hadw_state_key: str = field(
+        default="default", metadata={"help": "one anchor per key; give each experiment its own."})
+    hadw_success_threshold: float | None = field(
+        default=None, metadata={"help": "required when rewards are not binary: accuracy = score > threshold."})
+    hadw_base: Literal["grpo", "dgpo"] = field(
+        default="grpo", metadata={"help": "base advantage: grpo | dgpo (HA-DW over the DGPO advantage)."})
+    hadw_difficulty_from: Literal["accuracy", "reward"] = field(default="accuracy", metadata={
+        "help": "accuracy: y_t and p̂ are accuracies (paper) | reward: raw mean reward (released code)."})
+    hadw_normalize_phi: bool = field(
+        default=False, metadata={"help": "rescale Φ to mean 1 over the call's valid responses."})
+    hadw_allow_missing_state: bool = field(
+        default=False, metadata={"help": "resume without an anchor file: start a fresh anchor (with a warning)."})
+    hadw_log_metrics: bool = field(
+        default=True, metadata={"help": "merge hadw/* and dgpo/* into verl's log call (both estimators)."})
+    hadw_epsilon: float = field(default=1e-06, metadata={"help": "added to the GRPO std. Valid: > 0.0."})
+    hadw_anchor_mode: Literal["kalman", "moving_average", "fixed"] = field(
+        default="kalman", metadata={"help": "kalman (Eqs. 8-12) | moving_average (App. F) | fixed (Table 2)."})
+    hadw_anchor_eta: float = field(
+        default=16.0, metadata={"help": "η of Eq. 11, chosen by measurement (docs/choices.md). Valid: >= 0.0."})
+    hadw_anchor_window: int = field(default=10, metadata={"help": "m of Eqs. 9-10 (h of App. F). Valid: >= 1."})
+    hadw_anchor_sigma_source: Literal["anchor", "accuracy"] = field(
+        default="anchor", metadata={"help": "anchor: Eq. 10 literally | accuracy: σ of the last m batch accuracies."})
+    hadw_anchor_sigma_warmup: float = field(
+        default=1.0, metadata={"help": "σ_t while fewer than 2 past values exist (paper silent). Valid: >= 0.0."})
+    hadw_anchor_eta_min: float = field(default=0.05, metadata={
+        "help": "floor of η_t = clamp(η·σ_t, eta_min, 1); 0 = literal Eq. 11, which can freeze. Valid: [0, 1]."})
+    hadw_anchor_init: float | str | None = field(default="first_batch", metadata={
+        "help": "C⁻ of step 1: the first call's accuracy, or a number in [0, 1]. Valid: 'first_batch' or [0, 1]."})
+    hadw_anchor_include_current: bool = field(
+        default=False, metadata={"help": "moving_average: include y_t in the anchor (the authors' released code)."})
+    hadw_anchor_fixed_value: float = field(
+        default=0.5, metadata={"help": "fixed mode's constant anchor. Valid: [0.0, 1.0]."})
+    dgpo_dgae: bool = field(
+        default=True, metadata={"help": "MAD normalisation, Eqs. 4-5 (false: GRPO std normalisation)."})
+    dgpo_dqw: bool = field(default=True, metadata={"help": "difficulty-aware question weights, Eq. 6."})
+    dgpo_temperature: float = field(default=2.0, metadata={"help": "T of Eq. 6. Valid: > 0.0."})
+    dgpo_valid_token_norm: bool = field(
+        default=True, metadata={"help": "valid-token loss averaging, folded into the advantages."})
+    dgpo_success_threshold: float | None = field(
+        default=None, metadata={"help": "for DQW's accuracy when rewards are not binary."})
+    dgpo_epsilon: float = field(default=1e-06, metadata={"help": "added to the MAD / std. Valid: > 0.0."})
 
-def _flags(argv: Iterable[str]) -> list[str]:
-    return [a.split("=", 1)[0] for a in argv if a.startswith("--")]
-
-
-def our_fields() -> list[str]:
-    return [f.name for f in dataclasses.fields(HadwSwiftArguments)]
-
-
-def _parser() -> HfArgumentParser:
-    return HfArgumentParser([HadwSwiftArguments], allow_abbrev=False, prog="verl-hadw-swift rlhf")
-
-
-def split_arguments(argv: list[str]) -> tuple[HadwSwiftArguments, list[str]]:
-    """(our options, checked, the arguments left for swift). A flag that looks like ours (``--hadw_*``,
-    ``--dgpo_*``, or closest to one of ours) but is not one is refused with "did you mean"."""
-    ours, rest = _parser().parse_args_into_dataclasses(argv, return_remaining_strings=True)
-    for i, arg in enumerate(rest):  # swift's --advantage_estimator for ours: swift's parser would name only its own
-        flag, _, value = arg.partition("=")
-        value = value or (rest[i + 1] if i + 1 < len(rest) else "")
-        if flag == "--advantage_estimator" and value in ESTIMATORS:
-            raise ConfigError(
-                f"--advantage_estimator {value}: that flag is swift's own baseline (grpo, rloo, reinforce_plus_plus). "
-                f"HA-DW and DGPO are chosen with --adv_estimator {value} (leave --advantage_estimator at grpo).")
-    names = our_fields()
-    for flag in _flags(rest):
-        name = flag[2:]
-        if name.startswith(("hadw_", "dgpo_", "adv_")) or name in ("accuracy_reward_index",):
-            hint = closest_field(name, names)
-            raise ConfigError(f"Unknown argument {flag}.{f' Did you mean --{hint}?' if hint else ''} The HA-DW / DGPO "
-                              f"flags are listed by verl-hadw-swift rlhf --help (docs/swift.md).")
-    return ours, rest
-
-
-def refuse_unknown(remaining: list[str], swift_fields: Iterable[str], ignored_by_swift: bool) -> None:
-    """Swift's parser left ``remaining``: refuse them with "did you mean" (ours or swift's), unless swift itself
-    was told to ignore them (``--ignore_args_error true``) and none is closer to one of ours."""
-    known = [*swift_fields, *our_fields()]
-    if "--config" in _flags(remaining):  # swift takes a config file as the first argument, not as a flag
-        raise ConfigError("Unknown argument --config: swift takes a config file as the first argument after rlhf: "
-                          "verl-hadw-swift rlhf x.yaml [flags] (.yaml, .yml or .json; our flags may be in it too; "
-                          "docs/swift.md).")
-    for flag in _flags(remaining) or remaining[:1]:
-        hint = closest_field(flag.lstrip("-"), known)
-        if ignored_by_swift and hint not in our_fields():
-            continue
-        raise ConfigError(f"Unknown argument {flag}.{f' Did you mean --{hint}?' if hint else ''} (swift rlhf's "
-                          "arguments, and verl-hadw-swift rlhf --help for HA-DW's and DGPO's)")
-
-
-def help_text() -> str:
-    """``--help``'s section for our flags (swift's own follow)."""
-    return "verl-hadw-swift rlhf: swift rlhf's arguments, plus HA-DW's and DGPO's:\n\n" + _parser().format_help()

@@ -1,10 +1,7 @@
-"""``rlhf_main``: swift's ``rlhf`` pipeline with HA-DW's or DGPO's advantages (the Python entry; ``cli`` runs it).
+"""``rlhf_main``: swift's ``rlhf`` pipeline with HA-DW's or DGPO's advantages (``cli`` runs it).
 
-One pass over the command line before anything loads: our flags are split out and checked (``arguments``), swift's
-are parsed by swift's own parser, a flag neither takes is refused with "did you mean", and swift's settings are
-honoured or refused (``refusals``), a resume from a partial checkpoint refused.
-Then swift's ``SwiftRLHF`` pipeline runs unchanged, its trainer factory
-pointed at ``HadwSwiftGRPOTrainer`` for the length of the run.
+The command line is parsed and checked before anything loads (a flag neither we nor swift take is refused with "did
+you mean"); then swift's ``SwiftRLHF`` pipeline runs unchanged, its trainer factory pointed at ``HadwSwiftGRPOTrainer``.
 """
 
 from __future__ import annotations
@@ -12,22 +9,92 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
+from typing import Iterable
 from unittest import mock
 
-from verl_hadw.hf_trainer.checkpoint_anchor import resumed_step
-from verl_hadw.swift_adapter.grpo_config import HadwSwiftArguments, help_text, refuse_unknown, split_arguments
-from verl_hadw.swift_adapter.refusals import check_settings
-from verl_hadw.swift_adapter.terms import SWIFT
-from verl_hadw.swift_adapter.version import check_swift_version
+from transformers import HfArgumentParser
 
-__all__ = ["rlhf_main", "parse"]
+from verl_hadw.core.errors import ConfigError
+from verl_hadw.hf_trainer.checkpoint_anchor import resumed_step
+from verl_hadw.hf_trainer.option_fields import ESTIMATORS, closest_field
+from verl_hadw.swift_adapter.checks import check_settings, check_swift_version
+from verl_hadw.swift_adapter.grpo_config import SWIFT, HadwSwiftArguments
+
+__all__ = ["rlhf_main", "parse", "help_text"]
+
+
+def _flags(argv: Iterable[str]) -> list[str]:
+    return [a.split("=", 1)[0] for a in argv if a.startswith("--")]
+
+
+def flag_value(argv: list[str], flag: str) -> str | None:
+    """The value ``argv`` gives ``flag`` (``--flag value`` or ``--flag=value``), or None."""
+    for i, arg in enumerate(argv):
+        if arg == flag and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith(f"{flag}="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def _our_fields() -> list[str]:
+    return [f.name for f in dataclasses.fields(HadwSwiftArguments)]
+
+
+def _parser() -> HfArgumentParser:
+    return HfArgumentParser([HadwSwiftArguments], allow_abbrev=False, prog="verl-hadw-swift rlhf")
+
+
+def split_arguments(argv: list[str]) -> tuple[HadwSwiftArguments, list[str]]:
+    """Parse our flags out of ``argv`` (no abbreviations).
+
+    Returns:
+        Our options (checked by ``rlhf.parse``), and the arguments left for swift's parser.
+    """
+    ours, rest = _parser().parse_args_into_dataclasses(argv, return_remaining_strings=True)
+    value = flag_value(rest, "--advantage_estimator")
+    if value in ESTIMATORS:
+        raise ConfigError(
+            f"--advantage_estimator {value} chooses swift's own baseline (grpo, rloo, reinforce_plus_plus). Choose "
+            f"HA-DW or DGPO with --adv_estimator {value}, and leave --advantage_estimator at grpo.")
+    for flag in _flags(rest):
+        name = flag[2:]
+        if name.startswith(("hadw_", "dgpo_", "adv_")) or name == "accuracy_reward_index":
+            hint = closest_field(name, _our_fields())
+            raise ConfigError(f"Unknown argument {flag}.{f' Did you mean --{hint}?' if hint else ''} "
+                              "verl-hadw-swift rlhf --help lists the HA-DW / DGPO flags.")
+    return ours, rest
+
+
+def refuse_unknown(remaining: list[str], swift_fields: Iterable[str], ignored_by_swift: bool) -> None:
+    """Refuse the arguments swift's parser left (``remaining``) with "did you mean", unless swift was told to ignore
+    them (``--ignore_args_error true``) and none is closer to one of ours."""
+    known = [*swift_fields, *_our_fields()]
+    if "--config" in _flags(remaining):
+        raise ConfigError("Unknown argument --config: swift takes a config file as the first argument after rlhf. "
+                          "Run verl-hadw-swift rlhf x.yaml [flags] (.yaml, .yml or .json; it may hold our flags too).")
+    for flag in _flags(remaining) or remaining[:1]:
+        hint = closest_field(flag.lstrip("-"), known)
+        if ignored_by_swift and hint not in _our_fields():
+            continue
+        raise ConfigError(f"Unknown argument {flag}.{f' Did you mean --{hint}?' if hint else ''} "
+                          "swift rlhf --help and verl-hadw-swift rlhf --help list the arguments.")
+
+
+def help_text() -> str:
+    """``--help``'s section for our flags (swift's own follow)."""
+    return "verl-hadw-swift rlhf: swift rlhf's arguments, plus HA-DW's and DGPO's:\n\n" + _parser().format_help()
 
 
 def parse(argv: list[str]):
-    """(swift's ``RLHFArguments``, our ``HadwSwiftArguments``), both checked: a ``ConfigError`` names the flag."""
+    """Parse and check a ``verl-hadw-swift rlhf`` command line (``ConfigError`` naming the flag).
+
+    Returns:
+        swift's ``RLHFArguments`` and our ``HadwSwiftArguments``.
+    """
     check_swift_version()
     ours, rest = split_arguments(argv)
-    resume = _flag_value(rest, "--resume_from_checkpoint")
+    resume = flag_value(rest, "--resume_from_checkpoint")
     if resume and os.path.islink(resume) and not os.path.exists(resume):  # swift's parser stops on it, unexplained
         resumed_step(resume, SWIFT)  # e.g. last-checkpoint, its target removed: named, with the newest whole one
     from swift.arguments import RLHFArguments
@@ -42,16 +109,6 @@ def parse(argv: list[str]):
     if args.resume_from_checkpoint and not args.resume_only_model:  # swift loads a LoRA adapter from it next
         resumed_step(args.resume_from_checkpoint, SWIFT)  # a partial checkpoint (a save cut off) refused first
     return args, ours
-
-
-def _flag_value(argv: list[str], flag: str) -> str | None:
-    """The value ``argv`` gives ``flag`` (``--flag value`` or ``--flag=value``), or None."""
-    for i, arg in enumerate(argv):
-        if arg == flag and i + 1 < len(argv):
-            return argv[i + 1]
-        if arg.startswith(f"{flag}="):
-            return arg.split("=", 1)[1]
-    return None
 
 
 def rlhf_main(argv: list[str] | None = None):

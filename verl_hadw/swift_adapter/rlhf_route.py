@@ -1,11 +1,10 @@
-"""The script swift's ``cli_main`` runs for ``verl-hadw-swift rlhf`` (in place of ``swift/cli/rlhf.py``): directly,
-or under ``torch.distributed.run`` when ``NPROC_PER_NODE`` / ``NNODES`` are set."""
+"""The script swift's ``cli_main`` runs for ``verl-hadw-swift rlhf``, directly or under ``torch.distributed.run``."""
 
 if __name__ == "__main__":
     import os
     import sys
 
-    # run as a file, Python put this folder first on sys.path: drop it, so no module here can shadow another package
+    # run as a file, this folder is first on sys.path: drop it, so that no module here shadows another package
     if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
         sys.path.pop(0)
     from swift.cli.utils import try_use_single_device_mode
@@ -23,7 +22,6 @@ if __name__ == "__main__":
     try:
         rlhf_main()
     except (ConfigError, MissingAnchorStateError, AnchorSaveError, PartialCheckpointError, RewardValueError) as exc:
-        # ours, with its ways out: a refused flag or setting (before any model loads), a resume refused, a partial
-        # checkpoint or an anchor file that cannot be read (before anything loads from the checkpoint): one line
+        # ours, each with its way out: one line
         print(f"verl-hadw-swift rlhf: error: {exc}", file=sys.stderr)
         sys.exit(2)

@@ -1,24 +1,19 @@
-"""What TRL settings HA-DW and DGPO honour, and what they refuse at construction, in one line naming the field.
-
-- ``multi_objective_aggregation`` other than ``sum_then_normalize`` (GDPO's per-function normalisation): the methods
-  read the weighted sum of the rewards;
-- a ``loss_type`` TRL does not have (TRL would fail inside its loss, after the first generation);
-- under DGPO's valid-token averaging (Eq. 3), a ``loss_type`` under which it would not be exact (``LOSS_TYPES``, the
-  table docs/trl.md shows), ``steps_per_generation`` other than ``gradient_accumulation_steps``, or
-  ``top_entropy_quantile`` < 1 (tokens dropped inside the loss); before TRL 1.9.0, ``mask_truncated_completions``
-  (``version.check_truncation``; from 1.9.0 TRL drops truncated completions from ``num_items_in_batch`` too).
-"""
+"""The TRL releases (``verl_hadw.TRL_RANGE``) and the TRL settings under which HA-DW and DGPO are the methods named;
+any other is refused at construction, in one line naming the field."""
 
 from __future__ import annotations
 
+from packaging.version import Version
+
+from verl_hadw import TRL_RANGE
 from verl_hadw.core.errors import ConfigError
-from verl_hadw.hf_trainer.loss_types import GLOBAL_TOKENS, SEQUENCE_MEANS, LossTypes
-from verl_hadw.hf_trainer.words import Spelling
-from verl_hadw.trl.version import check_truncation
+from verl_hadw.hf_trainer.checks import GLOBAL_TOKENS, SEQUENCE_MEANS, LossTypes, in_range, installed
 
-__all__ = ["LOSS_TYPES", "check_settings"]
+__all__ = ["LOSS_TYPES", "installed_trl", "check_trl_version", "check_settings"]
 
-# loss_type -> (exact, why), for TRL 1.16's GRPOTrainer._compute_loss
+LOSS_TOKENS_FROM = "1.9.0"  # num_items_in_batch = the gathered loss-mask tokens (truncated completions excluded)
+
+# loss_type -> (exact under DGPO's valid-token averaging?, why), for TRL 1.x's GRPOTrainer._compute_loss
 LOSS_TYPES = LossTypes({
     "dapo": (True, GLOBAL_TOKENS),
     "cispo": (True, GLOBAL_TOKENS),
@@ -29,23 +24,46 @@ LOSS_TYPES = LossTypes({
     "sapo": (False, "averages each completion over its own length first, like grpo"),
     "dr_grpo": (False, "divides by a constant (per_device_train_batch_size × max_completion_length), not by tokens"),
     "luspo": (False, "sums each completion's tokens and averages completions: no token mean"),
-}, Spelling(flags=False))
+}, flags=False)
+
+
+def installed_trl() -> str:
+    """The installed TRL's version (its distribution's metadata)."""
+    return installed("trl", "trl")
+
+
+def check_trl_version(what: str) -> None:
+    """Raise ``ConfigError`` unless the installed TRL lies in ``TRL_RANGE``."""
+    found = installed_trl()
+    if not in_range(found, TRL_RANGE):
+        raise ConfigError(f"{what} supports TRL {TRL_RANGE}; the installed TRL is {found}. Install a TRL in that "
+                          f'range: pip install "trl{TRL_RANGE}".')
 
 
 def check_settings(config) -> None:
-    """Every TRL setting of ``config`` (a ``HadwGRPOConfig``) that would change what the method computes."""
+    """Raise ``ConfigError`` for a TRL setting of ``config`` (a ``HadwGRPOConfig``) that changes what the method
+    computes: GDPO's aggregation, an unknown ``loss_type``, and, under DGPO's valid-token averaging, a loss type,
+    ``steps_per_generation``, ``top_entropy_quantile`` or (before TRL 1.9.0) ``mask_truncated_completions`` under
+    which it would not be exact."""
     if config.multi_objective_aggregation != "sum_then_normalize":
         raise ConfigError(
             f"multi_objective_aggregation={config.multi_objective_aggregation!r} normalises each reward function "
-            f"on its own (GDPO); {config.adv_estimator} replaces TRL's advantage and reads the weighted sum of "
-            "the rewards: use multi_objective_aggregation='sum_then_normalize'."
-        )
+            f"on its own (GDPO), but {config.adv_estimator} reads the weighted sum of the rewards. Use "
+            "multi_objective_aggregation='sum_then_normalize'.")
     config.norm_by_std()  # scale_rewards: "group" or "none"
     if config.loss_type not in LOSS_TYPES.table:  # TRL would fail inside its loss, after the first generation
-        raise ConfigError(f"loss_type={config.loss_type!r} is not one of TRL's loss types: "
+        raise ConfigError(f"loss_type={config.loss_type!r} is not one of TRL's loss types. Use one of: "
                           f"{', '.join(LOSS_TYPES.table)}.")
-    if config.uses_valid_token_norm():
-        LOSS_TYPES.check(config.loss_type, config.steps_per_generation, config.gradient_accumulation_steps)
-        check_truncation(config.mask_truncated_completions)
-        quantile, drops = config.top_entropy_quantile, "trains only each micro-batch's high-entropy tokens"
-        LOSS_TYPES.check_masks({"top_entropy_quantile": (quantile, drops)} if quantile < 1.0 else {})
+    if not config.uses_valid_token_norm():
+        return
+    LOSS_TYPES.check(config.loss_type, config.steps_per_generation, config.gradient_accumulation_steps)
+    found = installed_trl()
+    if config.mask_truncated_completions and Version(found) < Version(LOSS_TOKENS_FROM):
+        raise ConfigError(
+            f"mask_truncated_completions=True with DGPO's valid-token averaging: TRL {found} divides the "
+            "dapo/cispo/vespo loss by every completion token, truncated completions' included, so Eq. 3's valid-token "
+            f"mean would not be exact. Upgrade TRL to {LOSS_TOKENS_FROM} or later, set "
+            "mask_truncated_completions=False, or set dgpo_valid_token_norm=False.")
+    if config.top_entropy_quantile < 1.0:
+        drops = "trains only each micro-batch's high-entropy tokens"
+        LOSS_TYPES.check_masks({"top_entropy_quantile": (config.top_entropy_quantile, drops)})

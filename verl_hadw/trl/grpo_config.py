@@ -1,87 +1,175 @@
-"""``HadwGRPOConfig``: TRL's ``GRPOConfig`` plus HA-DW's and DGPO's options, derived from ``options.py``.
+"""``HadwGRPOConfig``: TRL's ``GRPOConfig`` plus HA-DW's and DGPO's fields.
 
-Every ``algorithm.hadw.*`` / ``algorithm.dgpo.*`` declaration becomes one dataclass field with the same default and
-doc: ``algorithm.hadw.lambda_scale`` -> ``hadw_lambda_scale``, ``algorithm.hadw.anchor.eta`` -> ``hadw_anchor_eta``,
-``algorithm.dgpo.temperature`` -> ``dgpo_temperature`` (the dots of verl's path become underscores). Values are
-checked by the core's parser (``core.options.parse_section``), which verl's adapter runs too; its messages name the
-TRL field (``trl_terms.TRL``).
-``HfArgumentParser`` (``trl grpo`` style scripts) shows each field with its doc as ``--help``.
-
-Two fields are TRL's own: ``adv_estimator`` (verl's ``algorithm.adv_estimator``: ``hadw`` or ``dgpo``; HA-DW over
-DGPO is ``hadw`` with ``hadw_base="dgpo"``, as in verl) and ``accuracy_reward_index`` (which of ``reward_funcs`` is
-the accuracy; verl has one score). TRL's ``scale_rewards`` stands for verl's ``algorithm.norm_adv_by_std_in_grpo``
-(``"group"``: true, ``"none"``: false). Pure configuration: importing it imports ``trl``, nothing runs.
+Each ``hadw_*`` / ``dgpo_*`` field is one option of ``verl_hadw.core.options`` (verl's ``algorithm.hadw.anchor.eta`` is
+``hadw_anchor_eta``), with its default and doc, checked by the core's parser.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Literal
 
 from trl import GRPOConfig
 
 from verl_hadw.core.errors import ConfigError
-from verl_hadw.core.option_fields import ADAPTER_FIELDS, ESTIMATORS, OptionFields, closest_field, declared_fields
-from verl_hadw.hf_trainer.adapter_fields import add_adapter_fields
-from verl_hadw.trl.refusals import check_settings
-from verl_hadw.trl.terms import TRL, trl_key
-from verl_hadw.trl.version import check_trl_version
+from verl_hadw.hf_trainer.option_fields import ADAPTER_FIELDS, OptionFields, closest_field, declared_fields, hf_terms
+from verl_hadw.trl.checks import check_settings, check_trl_version
 
-__all__ = ["HadwGRPOConfig", "declared_fields", "trl_key", "fields_table", "ESTIMATORS"]
+__all__ = ["HadwGRPOConfig"]
+
+TRL = hf_terms("TRL", flags=False, resume_from="train(resume_from_checkpoint=<its folder>)",
+               new_experiment="another output_dir, or train() without resume_from_checkpoint")
+
+
+class _CheckedKeywords:
+    """Before the dataclass ``__init__`` runs: a TRL outside ``TRL_RANGE``, or an unknown keyword ("did you mean"),
+    is a ``ConfigError``. A base class, so that tools read the dataclass ``__init__``'s signature."""
+
+    def __new__(cls, *args, **kwargs):
+        check_trl_version(cls.__name__)  # first: another TRL's fields and checks would fail naming nothing
+        names = {f.name for f in dataclasses.fields(cls)}
+        for key in kwargs:
+            if key not in names:
+                hint = closest_field(key, names)
+                raise ConfigError(
+                    f"Unknown {cls.__name__} field {key!r}.{f' Did you mean {hint!r}?' if hint else ''} The "
+                    f"HA-DW / DGPO fields are: {', '.join([*ADAPTER_FIELDS, *declared_fields()])}.")
+        return super().__new__(cls)
 
 
 @dataclass
-@add_adapter_fields
-class HadwGRPOConfig(OptionFields, GRPOConfig):
-    """``GRPOConfig`` with HA-DW / DGPO advantages: ``adv_estimator``, ``accuracy_reward_index`` and one
-    ``hadw_*`` / ``dgpo_*`` field per option of verl-hadw (docs/trl.md lists them). Invalid values, and TRL settings
-    under which the method would not be the one named, raise ``ConfigError`` at construction."""
+class HadwGRPOConfig(_CheckedKeywords, OptionFields, GRPOConfig):
+    r"""
+    Configuration class for the [`HadwGRPOTrainer`]: [`GRPOConfig`] with HA-DW's or DGPO's advantage.
+
+    Invalid values, and TRL settings under which the method would not be the one named, raise `ConfigError` at
+    construction. TRL's `scale_rewards` stands for verl's `algorithm.norm_adv_by_std_in_grpo` (`"group"`: true,
+    `"none"`: false). Each `hadw_*` / `dgpo_*` field is verl's `algorithm.hadw.*` / `algorithm.dgpo.*` option, its
+    dots made underscores.
+
+    Parameters:
+        > Parameters that choose the estimator
+
+        adv_estimator (`Literal["hadw", "dgpo"]`, defaults to `"hadw"`):
+            `hadw` (HA-DW; over DGPO with `hadw_base="dgpo"`) or `dgpo`. verl's `algorithm.adv_estimator`.
+        accuracy_reward_index (`int | None`, defaults to `None`):
+            Which of `reward_funcs` is the 0/1 accuracy. `None`: the combined reward, binary or thresholded by
+            `hadw_success_threshold` / `dgpo_success_threshold`.
+
+        > Parameters of HA-DW
+
+        hadw_lambda_scale (`float`, defaults to `1.3`):
+            λ_scale of Eq. 16; the paper's best (Table 7).
+        hadw_state_key (`str`, defaults to `"default"`):
+            one anchor per key; give each experiment its own.
+        hadw_success_threshold (`float | None`, defaults to `None`):
+            required when rewards are not binary: accuracy = score > threshold.
+        hadw_base (`Literal["grpo", "dgpo"]`, defaults to `"grpo"`):
+            base advantage: grpo | dgpo (HA-DW over the DGPO advantage).
+        hadw_difficulty_from (`Literal["accuracy", "reward"]`, defaults to `"accuracy"`):
+            accuracy: y_t and p̂ are accuracies (paper) | reward: raw mean reward (released code).
+        hadw_normalize_phi (`bool`, defaults to `False`):
+            rescale Φ to mean 1 over the call's valid responses.
+        hadw_allow_missing_state (`bool`, defaults to `False`):
+            resume without an anchor file: start a fresh anchor (with a warning).
+        hadw_log_metrics (`bool`, defaults to `True`):
+            merge hadw/* and dgpo/* into verl's log call (both estimators).
+        hadw_epsilon (`float`, defaults to `1e-06`):
+            added to the GRPO std.
+
+        > Parameters of HA-DW's anchor
+
+        hadw_anchor_mode (`Literal["kalman", "moving_average", "fixed"]`, defaults to `"kalman"`):
+            kalman (Eqs. 8-12) | moving_average (App. F) | fixed (Table 2).
+        hadw_anchor_eta (`float`, defaults to `16.0`):
+            η of Eq. 11, chosen by measurement (docs/choices.md).
+        hadw_anchor_window (`int`, defaults to `10`):
+            m of Eqs. 9-10 (h of App. F).
+        hadw_anchor_sigma_source (`Literal["anchor", "accuracy"]`, defaults to `"anchor"`):
+            anchor: Eq. 10 literally | accuracy: σ of the last m batch accuracies.
+        hadw_anchor_sigma_warmup (`float`, defaults to `1.0`):
+            σ_t while fewer than 2 past values exist (paper silent).
+        hadw_anchor_eta_min (`float`, defaults to `0.05`):
+            floor of η_t = clamp(η·σ_t, eta_min, 1); 0 = literal Eq. 11, which can freeze.
+        hadw_anchor_init (`float | str | None`, defaults to `"first_batch"`):
+            C⁻ of step 1: the first call's accuracy, or a number in [0, 1].
+        hadw_anchor_include_current (`bool`, defaults to `False`):
+            moving_average: include y_t in the anchor (the authors' released code).
+        hadw_anchor_fixed_value (`float`, defaults to `0.5`):
+            fixed mode's constant anchor.
+
+        > Parameters of DGPO
+
+        dgpo_dgae (`bool`, defaults to `True`):
+            MAD normalisation, Eqs. 4-5 (false: GRPO std normalisation).
+        dgpo_dqw (`bool`, defaults to `True`):
+            difficulty-aware question weights, Eq. 6.
+        dgpo_temperature (`float`, defaults to `2.0`):
+            T of Eq. 6.
+        dgpo_valid_token_norm (`bool`, defaults to `True`):
+            valid-token loss averaging, folded into the advantages.
+        dgpo_success_threshold (`float | None`, defaults to `None`):
+            for DQW's accuracy when rewards are not binary.
+        dgpo_epsilon (`float`, defaults to `1e-06`):
+            added to the MAD / std.
+    """
 
     terms = TRL  # the core's messages name TRL's fields
+
+    adv_estimator: Literal["hadw", "dgpo"] = field(default="hadw", metadata={
+        "help": "hadw (HA-DW; hadw_base=dgpo: HA-DW over DGPO) | dgpo. verl: algorithm.adv_estimator."})
+    accuracy_reward_index: int | None = field(default=None, metadata={
+        "help": "which of reward_funcs is the accuracy; unset: the combined reward, binary or thresholded."})
+    hadw_lambda_scale: float = field(
+        default=1.3, metadata={"help": "λ_scale of Eq. 16; the paper's best (Table 7). Valid: > 0.0."})
+    hadw_state_key: str = field(
+        default="default", metadata={"help": "one anchor per key; give each experiment its own."})
+    hadw_success_threshold: float | None = field(
+        default=None, metadata={"help": "required when rewards are not binary: accuracy = score > threshold."})
+    hadw_base: Literal["grpo", "dgpo"] = field(
+        default="grpo", metadata={"help": "base advantage: grpo | dgpo (HA-DW over the DGPO advantage)."})
+    hadw_difficulty_from: Literal["accuracy", "reward"] = field(default="accuracy", metadata={
+        "help": "accuracy: y_t and p̂ are accuracies (paper) | reward: raw mean reward (released code)."})
+    hadw_normalize_phi: bool = field(
+        default=False, metadata={"help": "rescale Φ to mean 1 over the call's valid responses."})
+    hadw_allow_missing_state: bool = field(
+        default=False, metadata={"help": "resume without an anchor file: start a fresh anchor (with a warning)."})
+    hadw_log_metrics: bool = field(
+        default=True, metadata={"help": "merge hadw/* and dgpo/* into verl's log call (both estimators)."})
+    hadw_epsilon: float = field(default=1e-06, metadata={"help": "added to the GRPO std. Valid: > 0.0."})
+    hadw_anchor_mode: Literal["kalman", "moving_average", "fixed"] = field(
+        default="kalman", metadata={"help": "kalman (Eqs. 8-12) | moving_average (App. F) | fixed (Table 2)."})
+    hadw_anchor_eta: float = field(
+        default=16.0, metadata={"help": "η of Eq. 11, chosen by measurement (docs/choices.md). Valid: >= 0.0."})
+    hadw_anchor_window: int = field(default=10, metadata={"help": "m of Eqs. 9-10 (h of App. F). Valid: >= 1."})
+    hadw_anchor_sigma_source: Literal["anchor", "accuracy"] = field(
+        default="anchor", metadata={"help": "anchor: Eq. 10 literally | accuracy: σ of the last m batch accuracies."})
+    hadw_anchor_sigma_warmup: float = field(
+        default=1.0, metadata={"help": "σ_t while fewer than 2 past values exist (paper silent). Valid: >= 0.0."})
+    hadw_anchor_eta_min: float = field(default=0.05, metadata={
+        "help": "floor of η_t = clamp(η·σ_t, eta_min, 1); 0 = literal Eq. 11, which can freeze. Valid: [0, 1]."})
+    hadw_anchor_init: float | str | None = field(default="first_batch", metadata={
+        "help": "C⁻ of step 1: the first call's accuracy, or a number in [0, 1]. Valid: 'first_batch' or [0, 1]."})
+    hadw_anchor_include_current: bool = field(
+        default=False, metadata={"help": "moving_average: include y_t in the anchor (the authors' released code)."})
+    hadw_anchor_fixed_value: float = field(
+        default=0.5, metadata={"help": "fixed mode's constant anchor. Valid: [0.0, 1.0]."})
+    dgpo_dgae: bool = field(
+        default=True, metadata={"help": "MAD normalisation, Eqs. 4-5 (false: GRPO std normalisation)."})
+    dgpo_dqw: bool = field(default=True, metadata={"help": "difficulty-aware question weights, Eq. 6."})
+    dgpo_temperature: float = field(default=2.0, metadata={"help": "T of Eq. 6. Valid: > 0.0."})
+    dgpo_valid_token_norm: bool = field(
+        default=True, metadata={"help": "valid-token loss averaging, folded into the advantages."})
+    dgpo_success_threshold: float | None = field(
+        default=None, metadata={"help": "for DQW's accuracy when rewards are not binary."})
+    dgpo_epsilon: float = field(default=1e-06, metadata={"help": "added to the MAD / std. Valid: > 0.0."})
 
     def __post_init__(self):
         super().__post_init__()
         self.check_hadw()
 
     def check_hadw(self) -> None:
-        """Every check of HA-DW's and DGPO's fields and of the TRL settings they constrain (``refusals``).
-        ``__post_init__`` runs it, and ``HadwGRPOTrainer`` again on the config it is handed (scripts set fields after
-        building one)."""
-        self.check_adapter_fields()  # adv_estimator, accuracy_reward_index, every declared field (the core's parser)
+        """Check HA-DW's and DGPO's fields and the TRL settings they constrain; ``HadwGRPOTrainer`` runs it again."""
+        self.check_adapter_fields()
         check_settings(self)
-
-
-def _suggest_fields(init):
-    """Wrap the dataclass ``__init__``: a TRL outside ``TRL_RANGE`` is refused; an unknown keyword is a
-    ``ConfigError`` with "did you mean"."""
-
-    @functools.wraps(init)
-    def __init__(self, *args, **kwargs):
-        check_trl_version("HadwGRPOConfig")  # first: another TRL's fields and checks would fail naming nothing
-        names = {f.name for f in dataclasses.fields(HadwGRPOConfig)}
-        for key in kwargs:
-            if key in names:
-                continue
-            ours = [*declared_fields(), *ADAPTER_FIELDS]
-            hint = closest_field(key, names)
-            raise ConfigError(
-                f"Unknown HadwGRPOConfig field {key!r}.{f' Did you mean {hint!r}?' if hint else ''} The HA-DW / "
-                f"DGPO fields are: {', '.join(ours)} (docs/trl.md)."
-            )
-        init(self, *args, **kwargs)
-
-    return __init__
-
-
-HadwGRPOConfig.__init__ = _suggest_fields(HadwGRPOConfig.__init__)
-
-
-def fields_table() -> str:
-    """The docs' table of the fields (docs/trl.md, kept equal by a test)."""
-    rows = ["| field | verl key | default | meaning |", "|---|---|---|---|"]
-    for name, (path, f) in declared_fields().items():
-        default = "None" if f.default is None else repr(f.default)
-        doc = f.metadata["doc"].replace("|", "\\|")  # inside a table
-        rows.append(f"| `{name}` | `algorithm.{path}` | `{default}` | {doc} |")
-    return "\n".join(rows)

@@ -1,20 +1,6 @@
-"""``HadwGRPOTrainer``: TRL's ``GRPOTrainer`` training on HA-DW's or DGPO's advantage.
-
-TRL 1.16 computes its group-relative advantage inline in ``_generate_and_score_completions`` and has no hook for
-another estimator; its maintainers' supported route (TRL issue #4525) is to override that method and return the
-same output dict with other ``advantages``. This trainer does only that, plus two one-line taps:
-
-- ``_calculate_rewards`` keeps the rewards TRL gathers from every process (the override needs the whole
-  generation batch: groups span processes, and DGPO's question weights are over the whole batch);
-- ``_generate_and_score_completions`` calls TRL's, then computes ours from those rewards with
-  ``verl_hadw.core.advantages`` (the equations verl's estimators run), slices this process's rows as TRL does, and puts
-  them in the output: what TRL buffers, reuses over ``num_iterations`` and trains on. TRL has already logged its
-  own advantages by then (the trap TRL PR #7298 describes), so the override replaces that log's entries with ours.
-
-What every HF-Trainer-based adapter shares (``hf_trainer.trainer_hooks.HadwTrainerHooks``): ``train()`` starts the
-HA-DW anchor (fresh, or restored from ``resume_from_checkpoint``) before TRL's loop; ``_save_checkpoint`` writes it
-into every checkpoint first, before the Trainer's own files. Metrics go into TRL's own ``_metrics``, so they are
-averaged, logged and reported (``report_to``) with TRL's.
+"""``HadwGRPOTrainer``: TRL's ``GRPOTrainer`` training on HA-DW's or DGPO's advantage. As TRL's maintainers advise
+for another estimator, ``_generate_and_score_completions`` returns TRL's output with other ``advantages``, computed from
+the rewards ``_calculate_rewards`` gathered from every process.
 """
 
 from __future__ import annotations
@@ -23,11 +9,10 @@ import torch
 from trl import GRPOTrainer
 
 from verl_hadw.core.errors import ConfigError
-from verl_hadw.core.reward_matrix import check_accuracy_weight, check_reward_weights
+from verl_hadw.hf_trainer.reward_matrix import check_accuracy_weight, check_reward_weights
 from verl_hadw.hf_trainer.trainer_hooks import HadwTrainerHooks
-from verl_hadw.trl.grpo_config import HadwGRPOConfig
-from verl_hadw.trl.terms import TRL
-from verl_hadw.trl.version import check_trl_version
+from verl_hadw.trl.checks import check_trl_version
+from verl_hadw.trl.grpo_config import TRL, HadwGRPOConfig
 
 __all__ = ["HadwGRPOTrainer"]
 
@@ -41,25 +26,17 @@ class HadwGRPOTrainer(HadwTrainerHooks, GRPOTrainer):
             name = model if isinstance(model, str) else getattr(model.config, "_name_or_path", "") or "model"
             args = HadwGRPOConfig(f"{name.split('/')[-1]}-GRPO")
         if not isinstance(args, HadwGRPOConfig):
-            raise ConfigError(
-                f"HadwGRPOTrainer reads its options from args=HadwGRPOConfig(...) (GRPOConfig's fields plus adv_"
-                f"estimator, hadw_*, dgpo_*), got {type(args).__name__}."
-            )
+            raise ConfigError(f"HadwGRPOTrainer got args of type {type(args).__name__}. Pass args=HadwGRPOConfig(...) "
+                              "(GRPOConfig's fields plus adv_estimator, hadw_*, dgpo_*).")
         args.check_hadw()  # again, before TRL builds anything: a script may have set fields after construction
-        if args.reward_weights is not None:  # before TRL builds anything (its output_dir among them)
+        if args.reward_weights is not None:
             check_reward_weights(args.reward_weights, [], TRL)
             if args.reads_accuracy():
                 check_accuracy_weight(args.reward_weights, [], args.accuracy_reward_index, TRL)
         super().__init__(model, reward_funcs, args, *rest, **kwargs)
-        self.start_hadw(args)  # the anchor or the options record, read once (hf_trainer.trainer_hooks)
+        self.start_hadw(args)
         self._gathered_rewards: torch.Tensor | None = None
 
-    @property
-    def anchor(self):
-        """The HA-DW anchor (``hadw_anchor``; None under DGPO): the name TRL users read it by (examples/trl_hadw.py)."""
-        return self.hadw_anchor
-
-    # ------------------------------------------------------------------------------------- TRL's two taps
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         with self.checking_rewards():  # TRL converts each list with torch.tensor: a string would name no function
             rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)

@@ -1,42 +1,17 @@
-"""Per-step HA-DW / DGPO metrics, and the hook that merges them into verl's own per-step log call.
+"""Per-step hadw/* and dgpo/* metrics, merged into verl's own per-step ``Tracking.log`` call.
 
-verl gives estimators no metrics channel. The estimators record into this process's ``core.metric_values``
-buffer (several calls of one step are combined); ``install_tracking_hook`` wraps ``verl.utils.tracking.Tracking.log`` so
-that step N's values join the ``logger.log(data, step=N)`` call both trainers make after the step, and so
-reach every backend (console, wandb, tensorboard, ...).
-
-verl is left untouched until it is used: the hook is installed by the first ``hadw``/``dgpo`` call (``enable``) or
-by the checkpoint callback, never by ``import verl``, so a plain GRPO run with the package installed sees
-verl's own ``Tracking.log``.
+verl gives estimators no metrics channel: a hook on ``Tracking.log``, installed by the first hadw/dgpo call or the
+checkpoint callback (never by ``import verl``), adds step N's buffered values to verl's ``log(data, step=N)``.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 
-import torch
-
-from verl_hadw.core.anchor.machine import AnchorView
 from verl_hadw.verl_adapter.process_state import PROCESS
 
-__all__ = [
-    "record_hadw",
-    "record_dgpo",
-    "pop",
-    "enable",
-    "install_tracking_hook",
-    "uninstall_tracking_hook",
-]
-
-def record_hadw(view: AnchorView, phi: torch.Tensor, lambda_scale: float, recoveries: int = 0,
-                summary: tuple[float, ...] | None = None) -> None:
-    """One HA-DW call (``MetricBuffer.record_hadw``), into this process's buffer."""
-    PROCESS.pending_metrics.record_hadw(view, phi, lambda_scale, recoveries, summary)
-
-
-def record_dgpo(step: int, counts: dict[str, float]) -> None:
-    """One DGPO call's counts (``MetricBuffer.record_dgpo``), into this process's buffer."""
-    PROCESS.pending_metrics.record_dgpo(step, counts)
+__all__ = ["pop", "enable", "install_tracking_hook", "uninstall_tracking_hook"]
 
 
 def pop(step: int) -> dict[str, float]:
@@ -44,18 +19,9 @@ def pop(step: int) -> dict[str, float]:
     return PROCESS.pending_metrics.pop(step)
 
 
-# ---------------------------------------------------------------------------------- Tracking.log hook
-def _hook_enabled() -> bool:
-    return os.environ.get("VERL_HADW_LOG_METRICS", "1").lower() not in ("0", "false", "no")
-
-
 def enable(log_metrics: bool) -> bool:
-    """The one place that decides whether metrics reach verl, for both estimators and the callback: install the
-    hook once, unless switched off.
-
-    ``log_metrics``: the run's parsed ``algorithm.hadw.log_metrics``; false removes the hook and keeps it out for
-    the process (also for ``dgpo``), as does ``VERL_HADW_LOG_METRICS=0``.
-    """
+    """Install the hook once unless switched off; returns whether it is installed. ``log_metrics=false`` (the
+    run's ``algorithm.hadw.log_metrics``) removes it for the rest of the process."""
     if not log_metrics:
         PROCESS.metrics_opted_out = True
         uninstall_tracking_hook()
@@ -64,12 +30,9 @@ def enable(log_metrics: bool) -> bool:
 
 
 def install_tracking_hook() -> bool:
-    """Wrap ``Tracking.log`` once so each step's log call carries that step's hadw/* and dgpo/* metrics.
-
-    Idempotent; ``VERL_HADW_LOG_METRICS=0`` (or ``algorithm.hadw.log_metrics=false`` via the checkpoint
-    callback) leaves verl untouched. Returns whether the hook is installed.
-    """
-    if not _hook_enabled():
+    """Wrap ``Tracking.log`` (idempotent) so each step's log call carries that step's metrics; returns whether the
+    hook is installed (``VERL_HADW_LOG_METRICS=0``: not). The wrapper names this module; ``__wrapped__`` is verl's."""
+    if os.environ.get("VERL_HADW_LOG_METRICS", "1").lower() in ("0", "false", "no"):
         return False
     from verl.utils.tracking import Tracking
 
@@ -83,8 +46,8 @@ def install_tracking_hook() -> bool:
             data = {**data, **{k: v for k, v in extra.items() if k not in data}}
         return original(self, data, step, *args, **kwargs)
 
+    functools.update_wrapper(log, original, assigned=("__name__", "__doc__"))
     log._verl_hadw_hook = True
-    log._verl_hadw_original = original
     Tracking.log = log
     return True
 
@@ -92,6 +55,5 @@ def install_tracking_hook() -> bool:
 def uninstall_tracking_hook() -> None:
     from verl.utils.tracking import Tracking
 
-    original = getattr(Tracking.log, "_verl_hadw_original", None)
-    if original is not None:
-        Tracking.log = original
+    if getattr(Tracking.log, "_verl_hadw_hook", False):
+        Tracking.log = Tracking.log.__wrapped__

@@ -1,9 +1,7 @@
-"""Everything this plugin keeps per process, in one object with one ``reset``.
+"""What the plugin keeps per process (anchor clients, buffered metrics, checked configs), and verl's current step.
 
-verl calls the estimators as plain functions, so what must outlive a call lives here: the anchor clients (one
-per ``state_key``), the per-step metric buffer and the metrics opt-out, the step counter of estimators without
-an anchor, and the verl patches the CPU path applied. Nothing else in the package keeps module-level state.
-Pure Python: it holds the objects, the modules of verl's adapter that own their meaning use them.
+verl calls the estimators as plain functions, so whatever must outlive a call lives in ``PROCESS``; nothing else in
+the package keeps module-level state.
 """
 
 from __future__ import annotations
@@ -14,39 +12,27 @@ from typing import Any
 
 from verl_hadw.core.metric_values import MetricBuffer
 
-__all__ = ["ProcessState", "PROCESS", "reset"]
+__all__ = ["ProcessState", "PROCESS", "reset", "trainer_step", "trainer_run", "stateless_step"]
 
 
 @dataclass
 class ProcessState:
-    anchors: dict[str, Any] = field(default_factory=dict)  # state_key -> anchor.client.AnchorClient
+    anchors: dict[str, Any] = field(default_factory=dict)  # state_key -> anchor_store.client.AnchorClient
     # state_key -> [(owner, last step)] of clients another run replaced: a later call of theirs is refused
     retired_anchors: dict[str, list] = field(default_factory=dict)
     pending_metrics: MetricBuffer = field(default_factory=MetricBuffer)  # the estimators' per-step metrics
     metrics_opted_out: bool = False  # algorithm.hadw.log_metrics=false was seen: stay out of verl's Tracking
-    last_stateless_step: int = 0  # steps.stateless_step's counter outside a trainer
-    # verl's fit() whose checkpoint an estimator without an anchor checked (estimator_record: by identity)
-    estimator_checked_run: Any = None
-    warned: set[str] = field(default_factory=set)  # start-up warnings given once (config_check.warn_unsaved_anchor)
-    # the configurations whose options were parsed and checked (run_options.run_options), most recent last
-    checked_configs: dict = field(default_factory=dict)
-    # cpu.patches applied to verl's code: kept by reset, since a patch cannot be taken back (reapplying it would
-    # wrap verl's function twice)
+    last_stateless_step: int = 0  # stateless_step's counter outside a trainer
+    estimator_checked_run: Any = None  # the fit() whose checkpoint an estimator without an anchor checked
+    warned: set[str] = field(default_factory=set)  # warnings given once per process
+    checked_configs: dict = field(default_factory=dict)  # parsed and checked configurations, most recent last
+    # cpu.patches applied to verl's code: kept by reset (reapplying a patch would wrap verl's function twice)
     applied_patches: set[str] = field(default_factory=set)
 
     def reset(self) -> None:
-        """Forget the anchors, buffered metrics, the opt-out, the step counter, the warnings given and the checked
-        configurations, and unset
-        verl's step (``SkipManager.step``, which the estimators read) if verl is loaded: a fresh process, for tests
-        and notebooks. Applied patches stay (see above); the Tracking.log hook stays installed."""
-        self.anchors.clear()
-        self.retired_anchors.clear()
-        self.pending_metrics.clear()
-        self.metrics_opted_out = False
-        self.last_stateless_step = 0
-        self.estimator_checked_run = None
-        self.warned.clear()
-        self.checked_configs.clear()
+        """Start afresh, as a new process would (tests, notebooks), and unset verl's ``SkipManager.step``.
+        Applied patches and the Tracking.log hook stay."""
+        self.__init__(applied_patches=self.applied_patches)
         skip = sys.modules.get("verl.utils.skip.skip_manager")
         if skip is not None:
             skip.SkipManager.set_step(-1)
@@ -58,3 +44,32 @@ PROCESS = ProcessState()
 def reset() -> None:
     """``PROCESS.reset()``."""
     PROCESS.reset()
+
+
+def trainer_step() -> int | None:
+    """verl's current global step (``SkipManager.step``, set by both trainers before a step's advantages), or None
+    outside a trainer."""
+    try:
+        from verl.utils.skip.skip_manager import SkipManager
+    except ImportError:  # pragma: no cover - older verl
+        return None
+    step = getattr(SkipManager, "step", -1)
+    return step if isinstance(step, int) and step > 0 else None
+
+
+def trainer_run() -> object | None:
+    """A token of verl's current ``fit()``, compared by identity: ``SkipManager.init`` (called at the start of
+    ``fit()``) replaces ``SkipManager.skip_instances`` with a new dict."""
+    try:
+        from verl.utils.skip.skip_manager import SkipManager
+    except ImportError:  # pragma: no cover - older verl
+        return None
+    return getattr(SkipManager, "skip_instances", None)
+
+
+def stateless_step() -> int:
+    """The step of an estimator without an anchor (dgpo files its metrics under it): the trainer's step, or the
+    previous such step + 1 outside a trainer."""
+    step = trainer_step()
+    PROCESS.last_stateless_step = step if step is not None else PROCESS.last_stateless_step + 1
+    return PROCESS.last_stateless_step

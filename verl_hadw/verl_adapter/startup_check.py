@@ -1,23 +1,6 @@
-"""The plugin's start-up check as a Hydra job callback: in the ``python -m verl.trainer.main_ppo`` process, before Ray.
-
-verl 0.9.0 has no checkpoint callbacks, so nothing of the plugin's sees the config before the first estimator call,
-which comes after the cluster has started and rolled out the first batch. Hydra's callbacks are Hydra's public API
-(``hydra.callbacks``), and verl's ``main_ppo`` runs under ``@hydra.main``, which calls ``on_job_start(config)`` with
-the composed config before ``main_ppo``'s own code runs: no verl code is patched. Every shipped YAML names it:
-
-    hydra:
-      callbacks:
-        verl_hadw:
-          _target_: verl_hadw.verl_adapter.startup_check.StartupCheck
-
-(on the command line: ``+hydra.callbacks.verl_hadw._target_=verl_hadw.verl_adapter.startup_check.StartupCheck``;
-``~hydra.callbacks.verl_hadw`` removes it). It runs the checkpoint callback's checks (``validation``). Hydra turns
-an ``Exception`` raised by a callback into a warning and goes on, so a ``ConfigError`` found here ends the process
-as ``SystemExit`` carrying its message (exit code 1); anything else it raises stays Hydra's warning, and the first
-estimator call checks the config again. It runs on verl 0.9.1 too: the checkpoint callback checks the same config
-in verl's driver, but that driver is a Ray actor, so a bad config found here stops before Ray and TransferQueue
-start (about 25 core-seconds and half a minute sooner on 2 cores). Where the callback will run, its warnings
-(options no estimator reads) are left to it, said once, in verl's driver.
+"""The start-up check of a verl config (``validated_options``), and ``StartupCheck``, the Hydra job callback that
+runs it in ``main_ppo``'s process before Ray starts (``hydra.callbacks.verl_hadw._target_`` names it in every
+shipped YAML). The checkpoint callback runs the same check in verl's driver.
 """
 
 from __future__ import annotations
@@ -31,11 +14,63 @@ from omegaconf import OmegaConf
 from verl_hadw import verl_support
 from verl_hadw.core.errors import ConfigError
 from verl_hadw.verl_adapter.config import checks as config_check
-from verl_hadw.verl_adapter.validation import validated_options
+from verl_hadw.verl_adapter.config.run_options import RunOptions, parse_run, plain_algorithm
 
-__all__ = ["StartupCheck", "TARGET"]
+__all__ = ["StartupCheck", "TARGET", "validate_config", "validated_options"]
 
 TARGET = "verl_hadw.verl_adapter.startup_check.StartupCheck"
+
+
+def validate_config(config) -> str:
+    """``validated_options(config).estimator``: the checked ``algorithm.adv_estimator``."""
+    return validated_options(config).estimator
+
+
+def validated_options(config, by_callback: bool = False) -> RunOptions:
+    """Check verl's full ``config`` before training: both option nodes, near-miss sections, refused combinations
+    and a registered estimator. One ``ConfigError`` lists every problem found.
+
+    Args:
+        config: verl's full config (``algorithm``, ``trainer``, ...)
+        by_callback: called by the checkpoint callback, which saves the anchor (no unsaved-anchor warning)
+
+    Returns:
+        the run's parsed ``RunOptions``
+    """
+    from verl.trainer.ppo.core_algos import get_adv_estimator_fn
+
+    import verl_hadw.verl_adapter.estimators  # noqa: F401  (registers even where the entry point was disabled)
+
+    algorithm, trainer = plain_algorithm(config.algorithm), config.get("trainer")
+    problems: list[str] = []
+
+    def attempt(check):
+        try:
+            return check()
+        except ConfigError as exc:
+            if str(exc) not in problems:
+                problems.append(str(exc))
+            return None
+
+    def registered(estimator: str) -> None:
+        try:
+            get_adv_estimator_fn(estimator)
+        except ValueError as exc:
+            raise ConfigError(f"algorithm.adv_estimator={estimator!r} is not a registered estimator ({exc})") from exc
+
+    run = attempt(lambda: parse_run(algorithm))
+    attempt(lambda: config_check.check_algorithm(algorithm, config))
+    attempt(lambda: config_check.check_filter_groups(config, run))
+    attempt(lambda: config_check.check_dgpo_options_under_gdpo(algorithm))
+    attempt(lambda: registered(run.estimator if run is not None else algorithm.get("adv_estimator", "gae")))
+    if len(problems) == 1:
+        raise ConfigError(problems[0])
+    if problems:
+        listed = "\n".join(f"  {i}. {problem}" for i, problem in enumerate(problems, start=1))
+        raise ConfigError(f"{len(problems)} problems in the config:\n{listed}")
+    if not by_callback:
+        config_check.warn_once(config_check.unsaved_anchor(algorithm, trainer))
+    return run
 
 
 def callback_will_check(config: Any) -> bool:
@@ -47,8 +82,8 @@ def callback_will_check(config: Any) -> bool:
 
 
 class StartupCheck(Callback):
-    """``on_job_start``: the start-up check of the composed config, before Ray (errors only where the checkpoint
-    callback runs: it says the warnings)."""
+    """Checks the composed config in ``on_job_start``; a ``ConfigError`` ends the process (``SystemExit``), since
+    Hydra turns a callback's exception into a warning. Warnings are left to the checkpoint callback where it runs."""
 
     def on_job_start(self, config: Any, **kwargs: Any) -> None:
         if not hasattr(config, "get") or config.get("algorithm") is None:
@@ -60,7 +95,7 @@ class StartupCheck(Callback):
                 if callback_checks:  # the callback says them, once
                     warnings.simplefilter("ignore")
                 validated_options(root)
-        except ConfigError as exc:  # Hydra would only warn: stop main_ppo here, before Ray starts
+        except ConfigError as exc:  # stop main_ppo here, before Ray starts
             raise SystemExit(f"verl-hadw start-up check (hydra.callbacks.verl_hadw): ConfigError: {exc}") from exc
         if not callback_checks:
-            config_check.warn_ignored_callback(root.algorithm, root.get("trainer"), at_start=True)
+            config_check.warn_once(config_check.ignored_callback(root.algorithm, root.get("trainer"), at_start=True))

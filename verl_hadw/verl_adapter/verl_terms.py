@@ -24,17 +24,11 @@ _VERL_OWN = ("adv_estimator", "norm_adv_by_std_in_grpo")  # keys of verl's confi
 
 
 def _setting(option: str, value: Any) -> str:
-    # verl's own keys take no "+"; HA-DW's and DGPO's keys are new to verl's config
     return f"{'' if option in _VERL_OWN else '+'}{verl_key(option)}={yaml_value(value)}"
 
 
-VERL = Terms(
-    framework="verl",
-    key=verl_key,
-    setting=_setting,
-    allow_missing_state=ALLOW_MISSING_STATE,
-    fresh_anchor="(allow_missing_state=true: continuing with a fresh anchor)",
-    resume_elsewhere=RESUME_ELSEWHERE,
-    new_experiment="another trainer.default_local_dir, or trainer.resume_mode=disable",
-    anchor_tuning="another algorithm.hadw.anchor config",
-)
+VERL = Terms(framework="verl", key=verl_key, setting=_setting, allow_missing_state=ALLOW_MISSING_STATE,
+             fresh_anchor="(allow_missing_state=true: continuing with a fresh anchor)",
+             resume_elsewhere=RESUME_ELSEWHERE,
+             new_experiment="another trainer.default_local_dir, or trainer.resume_mode=disable",
+             anchor_tuning="another algorithm.hadw.anchor config")

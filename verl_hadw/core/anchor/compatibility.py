@@ -1,27 +1,12 @@
-"""Resume compatibility: which option changes a resume refuses, and which it continues under with a warning.
+"""Resume rules: a resume that changes an option refuses (its kind is *meaning*) or continues with a warning (*tuning*).
 
-The criterion, applied to every option (a test fails when an option of ``options.py`` has no rule here):
-
-- **meaning** — the option changes the units or meaning of the saved anchor (what its numbers measure), or
-  the method being trained (the advantage the policy is optimised with). A resume that changes it is refused,
-  naming the key, old -> new and the ways out: the saved anchor would be read as something it is not, or a
-  run would silently switch methods in the middle of its curve.
-- **tuning** — everything else: how fast or smoothly the anchor follows the batch accuracy, numerical guards,
-  names, logging, how a missing file is handled. A resume that changes it continues under the new value and
-  warns old -> new.
-
-An option that neither the saved run nor this run uses (``used``: e.g. ``algorithm.dgpo.*`` when both run HA-DW
-over GRPO) is only warned about, whatever its kind.
-
-Anchor files record the run's options (``flat_options``, flat ``algorithm.*`` keys: the file format's names, the
-same for every framework; messages name them in the adapter's ``Terms``). Files of schema 1 recorded
-only the anchor options (``state.config``) and the state key; the others cannot be checked there and the resume
-says so. Keys this version does not know (a newer verl-hadw's options or top-level keys) are ignored with one
-warning naming them, by both back-ends alike.
+Anchor files record the run's options as flat ``algorithm.*`` keys (``flat_options``), the same for every framework;
+a resume compares them with its own (``check_resume``).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import warnings
 from dataclasses import dataclass
@@ -31,12 +16,6 @@ from verl_hadw.core.errors import ResumeConflictError
 from verl_hadw.core.options import DgpoConfig, HadwConfig, declarations
 from verl_hadw.core.terms import ALGORITHM_PREFIX, Terms
 
-__all__ = [
-    "MEANING", "TUNING", "ADV_ESTIMATOR", "NORM_BY_STD", "ACCURACY_INDEX", "REWARD_WEIGHTS", "REWARD_FUNCS", "Rule",
-    "RULES",
-    "flat_options", "declared_options", "check_resume", "rules_table",
-]
-
 logger = logging.getLogger(__name__)
 
 MEANING, TUNING = "meaning", "tuning"
@@ -44,15 +23,10 @@ HADW, ANCHOR, DGPO = "algorithm.hadw.", "algorithm.hadw.anchor.", "algorithm.dgp
 NORM_BY_STD = "algorithm.norm_adv_by_std_in_grpo"  # verl's key; HA-DW's GRPO base (and DGPO's with dgae=false)
 ADV_ESTIMATOR = "algorithm.adv_estimator"  # verl's key: which method the checkpoint was trained with
 STATE_KEY = HADW + "state_key"
-# the HF-Trainer adapters' reward columns (verl has one score: None there): which function is the accuracy, and the
-# weights of the combined reward
+# the HF-Trainer adapters' reward columns (verl has one score: None)
 ACCURACY_INDEX = "algorithm.accuracy_reward_index"
 REWARD_WEIGHTS = "algorithm.reward_weights"
 REWARD_FUNCS = "algorithm.reward_funcs"
-
-
-def _always(options: dict) -> bool:
-    return True
 
 
 def _over_dgpo(options: dict) -> bool:
@@ -71,22 +45,24 @@ def _question_weights(options: dict) -> bool:
     return _over_dgpo(options) and options.get(DGPO + "dqw") is True
 
 
-def _reads_accuracy(options: dict) -> bool:
-    """y_t and p̂ are accuracies, or DGPO's question weights read one."""
+def _reads_accuracy(options: dict) -> bool:  # y_t and p̂, or DGPO's question weights
     dqw = options.get(DGPO + "dqw") is True
     return _by_accuracy(options) or (dqw and (_over_dgpo(options) or options.get(ADV_ESTIMATOR) == "dgpo"))
 
 
-def _std_read(options: dict) -> bool:
-    """The base divides by a group std: GRPO, or DGPO without its MAD normalisation."""
+def _std_read(options: dict) -> bool:  # the base divides by a group std
     return _over_grpo(options) or (_over_dgpo(options) and options.get(DGPO + "dgae") is False)
 
 
+# meaning: the option changes what the saved anchor's numbers measure, or the method being trained: refused, since
+# the anchor would be read as something it is not or a run would switch methods mid-curve. tuning: everything else
+# (how fast the anchor follows, guards, names, logging): continued under the new value, with a warning. An option
+# neither run uses (``Rule.used``) is only warned about. A test fails when an option has no rule here.
 @dataclass(frozen=True)
 class Rule:
     kind: str  # MEANING | TUNING
     why: str  # one line: what a change does (the docs' resume table)
-    used: Callable[[dict], bool] = _always  # does a run with these options read the option?
+    used: Callable[[dict], bool] = lambda options: True  # does a run with these options read the option?
     when: str = ""  # ``used`` in words (the docs' resume table)
 
 
@@ -140,10 +116,8 @@ RULES: dict[str, Rule] = {
 _ADAPTER_KEYS = (ACCURACY_INDEX, REWARD_WEIGHTS, REWARD_FUNCS)
 
 
-# ------------------------------------------------------------------------------------------ the options
 def declared_options() -> list[str]:
-    """Every option a user can set that reaches HA-DW: ``algorithm.hadw.*``, ``algorithm.dgpo.*`` and verl's
-    ``algorithm.norm_adv_by_std_in_grpo``, as flat keys."""
+    """Every option that reaches HA-DW or DGPO, as flat keys (``algorithm.hadw.*``, ``algorithm.dgpo.*``, ...)."""
     options = [ALGORITHM_PREFIX + path for path, f in declarations().items() if f.metadata["kind"] != "section"]
     return [ADV_ESTIMATOR, *options, NORM_BY_STD, *_ADAPTER_KEYS]
 
@@ -151,20 +125,11 @@ def declared_options() -> list[str]:
 def flat_options(hadw: HadwConfig, dgpo: DgpoConfig, norm_by_std: bool, estimator: str | None,
                  accuracy_index: int | None = None, reward_weights: list[float] | None = None,
                  reward_funcs: list[str] | None = None) -> dict[str, Any]:
-    """A run's parsed options as flat keys: what an anchor file records and a resume compares (every adapter
-    records the same keys: its users' files resume under another adapter's rules alike). ``accuracy_index``,
-    ``reward_weights`` and ``reward_funcs`` (the functions' names, in order): the HF-Trainer adapters' reward columns
-    (verl has one score: None)."""
+    """A run's parsed options as flat keys: what an anchor file records and a resume compares. ``accuracy_index``,
+    ``reward_weights``, ``reward_funcs`` (names, in order): the HF-Trainer adapters' reward columns (verl: None)."""
     sections = {"hadw": hadw, "dgpo": dgpo}
-    out = {}
-    for path, f in declarations().items():
-        if f.metadata["kind"] == "section":
-            continue
-        section, *parts = path.split(".")
-        value = sections[section]
-        for part in parts:
-            value = getattr(value, part)
-        out[ALGORITHM_PREFIX + path] = value
+    out = {ALGORITHM_PREFIX + path: functools.reduce(getattr, path.split(".")[1:], sections[path.split(".")[0]])
+           for path, f in declarations().items() if f.metadata["kind"] != "section"}
     out[NORM_BY_STD] = norm_by_std
     out[ADV_ESTIMATOR] = str(estimator) if estimator is not None else None
     out[ACCURACY_INDEX] = None if accuracy_index is None else int(accuracy_index)
@@ -173,24 +138,22 @@ def flat_options(hadw: HadwConfig, dgpo: DgpoConfig, norm_by_std: bool, estimato
     return out
 
 
-def anchor_options(anchor_config: dict) -> dict[str, Any]:
-    """A schema-1 file's ``state.config`` (the anchor options, all it recorded) as flat keys."""
-    return {ANCHOR + k: v for k, v in anchor_config.items()}
+def refuses(saved: dict, now: dict) -> bool:
+    """Whether ``check_resume`` refuses a resume from the options ``saved`` to ``now`` (flat keys)."""
+    return any(rule.kind == MEANING and key in saved and saved[key] != now.get(key) and (rule.used(saved) or
+               rule.used(now)) for key, rule in RULES.items())
 
 
-# ------------------------------------------------------------------------------------------ the check
 def check_resume(saved: dict, recorded_all: bool, now: dict, path: str, terms: Terms, other_keys=(),
                  earlier: Callable[[], str | None] | None = None) -> None:
-    """Apply the rules to a resume from ``path`` whose file recorded the options ``saved``; ``now``: this run's
-    (both flat keys, ``flat_options``). Messages name options and ways out in ``terms``.
+    """Apply the rules to a resume from ``path``: raise ``ResumeConflictError`` for a changed meaning; log one warning
+    for changed tuning, unknown keys and unrecorded options; a ``UserWarning`` for another ``state_key``.
 
-    ``recorded_all``: the file records every option (schema 2); False for schema 1 (anchor options only).
-    ``other_keys``: top-level keys of the file this version does not write (a newer version's).
-    ``earlier``: on a refusal, the newest earlier checkpoint this run can continue (None: none), named as a way out.
-    A checkpoint saved under another ``state_key`` (another experiment sharing the output folder?) is a
-    ``UserWarning`` naming both keys, whatever else changed.
-    Raises ``ResumeConflictError`` for meaning changes; logs one warning for tuning changes, unknown keys and
-    options the file did not record.
+    Args:
+        saved, now: the file's and this run's options, as flat keys (``flat_options``).
+        recorded_all: the file records every option (schema 2); False for schema 1 (the anchor options only).
+        other_keys: top-level keys of the file this version does not write (a newer version's).
+        earlier: on a refusal, the newest earlier checkpoint this run can continue (None: none).
     """
     refused, changed = [], []
     for key, rule in RULES.items():
@@ -222,15 +185,11 @@ def check_resume(saved: dict, recorded_all: bool, now: dict, path: str, terms: T
         warnings.warn(message, UserWarning, stacklevel=2)
     notes = []
     if changed:
-        notes.append(
-            f"was saved under {terms.anchor_tuning} or other tuning options ({'; '.join(changed)}): "
-            "the anchor keeps its history and continues under this run's options"
-        )
+        notes.append(f"was saved under {terms.anchor_tuning} or other tuning options ({'; '.join(changed)}): "
+                     "the anchor keeps its history and continues under this run's options")
     unknown = sorted(saved.keys() - RULES.keys()) + [f"(top level) {k}" for k in other_keys]
     if unknown:
-        notes.append(
-            f"ignoring key(s) this verl-hadw does not know ({', '.join(unknown)}): written by a newer version?"
-        )
+        notes.append(f"ignoring key(s) this verl-hadw does not know ({', '.join(unknown)}): a newer version's?")
     # an earlier release recorded no reward columns: nothing to compare for a run without them (verl's one score)
     unrecorded = sorted(k for k in RULES if k not in saved and not (k in _ADAPTER_KEYS and now.get(k) is None))
     if unrecorded:

@@ -1,15 +1,6 @@
-"""The anchor file: its name, its schema checks, the checked read and the atomic write.
-
-Both persistence back-ends write the same payload, ``{"global_step": N, "state_key": ..., "options": {...},
-"state": AnchorState.to_dict()}``: the v1 callback into ``global_step_N/verl_hadw_anchor.json``, the legacy
-trainer's snapshots into ``verl_hadw_anchor/step_N.json``. ``options`` (schema 2) records the run's options as
-flat keys, which a resume compares with its own (``compatibility``); schema 1 files lack it. A file is read only
-through ``read_state_file``, which checks everything a hand edit, a foreign writer or an interrupted save could
-get wrong, and the step.
-
-Value ranges follow the saved run's units: with ``difficulty_from=accuracy`` (and in schema 1 files, which do
-not record it) y_t and the anchor are accuracies in [0, 1]; with ``difficulty_from=reward`` they are mean rewards,
-any finite number (DAPO's ±1 rewards give negative ones).
+"""The anchor file ``{"global_step": N, "state_key": ..., "options": {...}, "state": AnchorState.to_dict()}``: its
+checked read (everything a hand edit, a foreign writer or an interrupted save can get wrong, and the step) and its
+atomic write. Schema 1 files lack ``options``.
 """
 
 from __future__ import annotations
@@ -26,11 +17,6 @@ from verl_hadw.core.anchor.machine import READABLE_SCHEMAS, AnchorState
 from verl_hadw.core.errors import AnchorSaveError
 from verl_hadw.core.terms import Terms
 
-__all__ = [
-    "STATE_FILE", "PAYLOAD_KEYS", "MAX_FILE_BYTES", "read_bounded", "read_json", "read_state_file", "write_state_file",
-    "payload", "saved_units",
-]
-
 STATE_FILE = "verl_hadw_anchor.json"
 # A real anchor file is a few kB (window + 1 values twice, the options); 64 MiB leaves space for windows of millions
 # of steps, and stops a symlink to /dev/zero or a runaway file from being read without end.
@@ -40,13 +26,11 @@ _JSON_TYPES = {list: "an array", str: "a string", int: "a number", float: "a num
 _STATE_FIELDS = {f.name for f in dataclasses.fields(AnchorState)} | {"schema_version"}
 # the top-level keys this version writes (the last by the legacy back-end); others are a newer version's
 PAYLOAD_KEYS = ("global_step", "state_key", "options", "state", "replaces_data_pt_mtime_ns")
-_DIFFICULTY_FROM = "algorithm.hadw.difficulty_from"
-_ESTIMATOR = "algorithm.adv_estimator"
+_DIFFICULTY_FROM, _ESTIMATOR = "algorithm.hadw.difficulty_from", "algorithm.adv_estimator"
 
 
 def payload(step: int, key: str, state: dict, options: dict) -> dict:
-    """What an anchor file holds: the anchor state of ``state_key`` after training step ``step``, and the run's
-    options (``compatibility.flat_options``)."""
+    """An anchor file's content: the anchor ``state`` after step ``step``, and the run's flat ``options``."""
     return {"global_step": step, "state_key": key, "options": options, "state": state}
 
 
@@ -64,17 +48,11 @@ def _is_num(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def _is_prob(v) -> bool:
-    return _is_num(v) and 0.0 <= v <= 1.0
-
-
 def _field_problems(state: dict, units: str) -> list[str]:
-    """What is out of type or range in a saved ``AnchorState.to_dict()`` (hand edits, foreign writers).
-
-    ``units``: ``accuracy`` (values in [0, 1], Σ accuracy in [0, count]) or ``reward`` (finite numbers).
-    """
+    """What is out of type or range in a saved ``AnchorState.to_dict()``; ``units``: ``accuracy`` (values in [0, 1]),
+    or ``reward`` (mean rewards: any finite number)."""
     in_range, one, many = (
-        (_is_prob, "a number in [0, 1]", "numbers in [0, 1]") if units == "accuracy"
+        (lambda v: _is_num(v) and 0.0 <= v <= 1.0, "a number in [0, 1]", "numbers in [0, 1]") if units == "accuracy"
         else (_is_num, "a finite number", "finite numbers")
     )
     bad = []
@@ -114,11 +92,8 @@ _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
 
 
 def read_bounded(path: str, limit: int | None = None) -> bytes:
-    """The bytes of the regular file ``path`` (a symlink is followed), at most ``limit`` (``MAX_FILE_BYTES``).
-
-    Raises ValueError saying what is wrong (the caller adds the path): not a regular file (a FIFO, a device such as
-    /dev/zero, a directory: reading those hangs or never ends), larger than ``limit``, or unreadable. The file is
-    opened without blocking, so a FIFO is refused instead of waiting for a writer.
+    """The bytes of the regular file ``path``, at most ``limit`` (``MAX_FILE_BYTES``); a ValueError saying what is
+    wrong otherwise: a FIFO, a device such as /dev/zero or a directory (opened without blocking), too large, unreadable.
     """
     limit = MAX_FILE_BYTES if limit is None else limit
     try:
@@ -128,9 +103,8 @@ def read_bounded(path: str, limit: int | None = None) -> bytes:
         raise ValueError(f"cannot be read ({exc.strerror or exc}{link})") from exc
     try:
         info = os.fstat(fd)
-        mode = info.st_mode
-        if not stat.S_ISREG(mode):
-            kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+        if not stat.S_ISREG(info.st_mode):
+            kind = next((name for test, name in _KINDS if test(info.st_mode)), "not a regular file")
             raise ValueError(f"is {kind}, not a regular file: only a regular file is read as an anchor file")
         chunks, size = [], 0
         while size <= limit and info.st_size <= limit:  # a file may still grow while it is read: bounded anyway
@@ -154,37 +128,16 @@ def read_json(raw: bytes):
     try:
         return json.loads(raw.decode("utf-8"))
     except RecursionError:
-        problem = "nests arrays or objects deeper than a JSON reader can follow: it is not an anchor file"
-        raise ValueError(problem) from None
+        raise ValueError("nests arrays or objects deeper than a JSON reader can follow: it is not an anchor file") \
+            from None
     except (UnicodeDecodeError, ValueError) as exc:
         raise ValueError(f"is not valid JSON, truncated or corrupt ({exc})") from exc
 
 
-def _options_only(saved: dict) -> bool:
-    """A file of a run without an anchor (another estimator, with the checkpoint callback): ``state`` is null and
-    the options name an estimator other than hadw."""
-    options = saved.get("options")
-    return isinstance(options, dict) and options.get(_ESTIMATOR) not in (None, "hadw")
-
-
-def _checked_options_only(saved: dict, step: int, resumer: str) -> dict:
-    if not _is_int(saved["global_step"], 1) or not isinstance(saved["state_key"], str):
-        raise ValueError(f"has invalid fields: global_step={saved['global_step']!r}, state_key={saved['state_key']!r}")
-    if saved["global_step"] != step:
-        raise ValueError(
-            f"belongs to step {saved['global_step']} but {resumer} resumes from step {step}: the file was copied from "
-            "another checkpoint"
-        )
-    return saved
-
-
 def read_state_file(path: str, step: int, terms: Terms | None = None) -> dict:
-    """The checked payload of ``path`` for a resume from the checkpoint of step ``step``. Its ``state`` is null only
-    in the options-only file of a run under another estimator (``payload(..., state=None, ...)``). ``terms``: the
-    resuming framework's (None: a reader that only asks whether the file is valid).
-
-    Raises ValueError saying what is wrong with the file (the caller adds the path and the ways out).
-    """
+    """The checked payload of ``path`` for a resume from step ``step`` (``state`` null only in the file of a run under
+    another estimator); a ValueError saying what is wrong, the caller adds the path and the ways out. ``terms``: the
+    resuming framework's (None: a reader that only asks whether the file is valid)."""
     resumer = terms.framework if terms is not None else "the trainer"
     raw = read_bounded(path)
     if not raw.strip():
@@ -194,16 +147,22 @@ def read_state_file(path: str, step: int, terms: Terms | None = None) -> dict:
         raise ValueError(f"holds {_JSON_TYPES.get(type(saved), 'null')} where an object is expected")
     missing = sorted({"global_step", "state_key", "state"} - saved.keys())
     state = saved.get("state")
-    if not missing and state is None and _options_only(saved):
-        return _checked_options_only(saved, step, resumer)
+    options = saved.get("options")
+    if not missing and state is None and isinstance(options, dict) and options.get(_ESTIMATOR) not in (None, "hadw"):
+        # the file of a run under another estimator: its options only
+        if not _is_int(saved["global_step"], 1) or not isinstance(saved["state_key"], str):
+            raise ValueError(
+                f"has invalid fields: global_step={saved['global_step']!r}, state_key={saved['state_key']!r}")
+        if saved["global_step"] != step:
+            raise ValueError(f"belongs to step {saved['global_step']} but {resumer} resumes from step {step}: the file "
+                             "was copied from another checkpoint")
+        return saved
     if not missing and not isinstance(state, dict):
         raise ValueError(f"has a 'state' that is not an object ({state!r:.60})")
     version = state.get("schema_version") if isinstance(state, dict) else None
     if not missing and version not in READABLE_SCHEMAS:
-        raise ValueError(
-            f"has anchor schema_version {version!r} but this verl-hadw reads version "
-            f"{' or '.join(map(str, READABLE_SCHEMAS))} (written by another verl-hadw version?)"
-        )
+        raise ValueError(f"has anchor schema_version {version!r} but this verl-hadw reads version "
+                         f"{' or '.join(map(str, READABLE_SCHEMAS))} (written by another verl-hadw version?)")
     if isinstance(state, dict):
         missing += sorted(f"state.{k}" for k in _STATE_FIELDS - state.keys())
     if version != 1 and "options" not in saved:
@@ -215,9 +174,8 @@ def read_state_file(path: str, step: int, terms: Terms | None = None) -> dict:
     if "options" in saved and not isinstance(saved["options"], dict):
         bad.append(f"options={saved['options']!r:.60} (expected an object)")
     if not _is_int(saved["global_step"], 1) or not isinstance(saved["state_key"], str):
-        bad.append(
-            f"global_step={saved['global_step']!r}, state_key={saved['state_key']!r} (an integer >= 1, a string)"
-        )
+        step_key = f"global_step={saved['global_step']!r}, state_key={saved['state_key']!r}"
+        bad.append(f"{step_key} (an integer >= 1, a string)")
     if bad:
         raise ValueError(f"has invalid fields: {'; '.join(bad)}")
     if saved["global_step"] != step or state["open_step"] not in (None, step):
@@ -229,11 +187,8 @@ def read_state_file(path: str, step: int, terms: Terms | None = None) -> dict:
 
 
 def write_state_file(path: str, payload: dict, terms: Terms) -> None:
-    """Write ``payload`` to ``path`` atomically: a temp file, fsync, rename (both back-ends' anchor files).
-
-    On any OS error the temp file is removed (an existing anchor file stays as it was) and AnchorSaveError
-    names the directory, the cause (a full disk, a directory where the file belongs, ...) and the way on.
-    """
+    """Write ``payload`` to ``path`` atomically (a temp file, fsync, rename); on an OS error, remove the temp file and
+    raise ``AnchorSaveError`` naming the folder, the cause and the way on."""
     checkpoint_dir = os.path.dirname(path)
     tmp = f"{path}.tmp.{os.getpid()}"
     try:
@@ -245,22 +200,19 @@ def write_state_file(path: str, payload: dict, terms: Terms) -> None:
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except OSError as exc:
-        try:
+        with contextlib.suppress(OSError):  # never created, or already renamed
             os.remove(tmp)
-        except OSError:
-            pass  # never created, or already renamed
         raise AnchorSaveError(
             f"could not write the HA-DW anchor into {checkpoint_dir} ({exc.strerror or exc}): "
-            f"{_save_problem(exc, path)}; no partial "
-            f"{os.path.basename(path)} was left. {terms.framework} may already list this checkpoint as the latest, and "
+            f"{_save_problem(exc, path)}; no partial {os.path.basename(path)} was left. {terms.framework} may "
+            "already list this checkpoint as the latest, and "
             f"resuming from it stops for the missing anchor: fix the cause and {terms.resume_elsewhere}, or "
             f"{terms.allow_missing_state}."
         ) from exc
 
 
 def _remove_dead_temporaries(path: str) -> None:
-    """The temporary files a killed save of ``path`` left (``<file>.tmp.<pid>``), removed before this one is written:
-    only the saving process writes the file, and a save of the same folder runs again only after a resume."""
+    """Remove the temporary files a killed save of ``path`` left (``<file>.tmp.<pid>``)."""
     folder, prefix = os.path.dirname(path), f"{os.path.basename(path)}.tmp."
     for name in os.listdir(folder):
         if name.startswith(prefix):
@@ -269,9 +221,8 @@ def _remove_dead_temporaries(path: str) -> None:
 
 
 def _save_problem(exc: OSError, path: str) -> str:
-    """What went wrong in a failed save, in words that say what to fix."""
     where = exc.filename or os.path.dirname(path)
-    causes = {
+    causes = {  # what went wrong, in words that say what to fix
         errno.ENOSPC: "the disk is full",
         errno.EDQUOT: "the disk quota is used up",
         errno.EACCES: f"{where} is not writable (permissions)",

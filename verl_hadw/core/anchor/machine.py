@@ -1,10 +1,7 @@
-"""The HA-DW difficulty anchor C_t as a pure, deterministic, serialisable state machine.
+"""The HA-DW difficulty anchor C_t (Eqs. 7-12) as a pure, serialisable state machine.
 
-One training step t may reach the estimator in several calls (verl's ``separate_async`` trainer splits a
-step into K mini-batches). The state machine therefore keeps one *open* step: every call of that step sees
-the same prior C_t⁻ and adds its correct/valid counts to y_t; the posterior C_t⁺ (Eq. 8) is committed when
-the first call of a later step arrives. Nothing here touches Ray, torch or files: the Ray actor
-(``stores``) and the persistence back-ends wrap this class without changing its maths.
+A step may reach the estimator in several calls: every call of the open step sees the same prior C_t⁻ and adds its
+counts to y_t; the posterior C_t⁺ is committed when a later step's first call arrives.
 """
 
 from __future__ import annotations
@@ -16,15 +13,11 @@ from dataclasses import asdict, dataclass, field, replace
 from verl_hadw.core.errors import AnchorStepError
 from verl_hadw.core.options import AnchorConfig
 
-__all__ = ["SCHEMA_VERSION", "READABLE_SCHEMAS", "AnchorState", "AnchorView", "AnchorStepError", "population_std"]
-
 # 2: anchor files also record the run's options (``anchor.compatibility``); the state's fields are those of 1.
 SCHEMA_VERSION = 2
 READABLE_SCHEMAS = (1, 2)
-# Freeze warning: the anchor stayed within FREEZE_ANCHOR_MOVE over its last m values (max - min, so an anchor
-# that merely returned to an old value does not count) while the batch accuracy moved more than
-# FREEZE_ACCURACY_MOVE away from it (mean of the last m y_t vs C_t⁺). A y_t - y_{t-m} test would miss slow
-# ramps: 0.30 -> 0.95 over 150 steps moves y by only 0.044 per 10 steps.
+# Frozen: the anchor's last m values span < FREEZE_ANCHOR_MOVE while the mean of the last m y_t is more than
+# FREEZE_ACCURACY_MOVE away from C_t⁺ (a y_t - y_{t-m} test would miss slow ramps).
 FREEZE_ANCHOR_MOVE = 1e-3
 FREEZE_ACCURACY_MOVE = 0.05
 
@@ -64,12 +57,9 @@ class AnchorState:
     committed_steps: int = 0  # number of steps committed so far
     warned_frozen: bool = False
 
-    # ------------------------------------------------------------------------------------ transitions
     def observe(self, step: int, call: int, correct: float, count: int) -> AnchorView:
-        """Add one estimator call's counts to ``step`` and return the step's prior and running posterior.
-
-        A repeated ``(step, call)`` is not counted twice. A new, larger ``step`` first commits the open one.
-        """
+        """Add one call's counts to ``step`` (a repeated ``(step, call)`` once; a later step first commits the open
+        one) and return the step's prior and running posterior."""
         if count <= 0:
             raise ValueError(f"an anchor observation needs at least one valid response, got count={count}")
         if self.open_step is not None and step < self.open_step:
@@ -98,19 +88,14 @@ class AnchorState:
             raise RuntimeError("the anchor has not observed any step yet")
         y = self.correct / self.count
         posterior, eta_t, sigma_t = self._posterior(y)
-        return AnchorView(
-            step=self.open_step,
-            prior=self._effective_prior(y),
-            posterior=posterior,
-            batch_acc=y,
-            eta_t=eta_t,
-            sigma_t=sigma_t,
-            frozen=self._frozen(posterior, y),
-        )
+        # the prior Eq. 13 compares p̂ with; ``include_current`` (the released code) folds y_t into it
+        current = self.config.mode == "moving_average" and self.config.include_current
+        return AnchorView(step=self.open_step, prior=self._moving_average(y) if current else self.prior,
+                          posterior=posterior, batch_acc=y, eta_t=eta_t, sigma_t=sigma_t,
+                          frozen=self._frozen(posterior, y))
 
-    # ---------------------------------------------------------------------------------------- the maths
     def _next_prior(self, first_y: float) -> float:
-        """C_t⁻ of a new step: Eq. 12 (previous posterior), or the initial anchor on the first step."""
+        """C_t⁻ of a new step: the previous posterior, or the initial anchor on the first step."""
         cfg = self.config
         if cfg.mode == "fixed":
             return cfg.fixed_value
@@ -118,12 +103,6 @@ class AnchorState:
             return self.posteriors[-1]  # Eq. 12: C_{t-1}⁺ → C_t⁻
         # Paper silent on C_0: "first_batch" uses the first call's accuracy (= y_1 with one call per step).
         return first_y if cfg.init == "first_batch" else float(cfg.init)
-
-    def _effective_prior(self, y: float) -> float:
-        """The anchor Eq. 13 compares p̂ with. ``include_current`` (released code) folds y_t into it."""
-        if self.config.mode == "moving_average" and self.config.include_current:
-            return self._moving_average(y)
-        return self.prior
 
     def _window(self, values: list[float]) -> list[float]:
         return values[-self.config.window :]
@@ -144,7 +123,7 @@ class AnchorState:
         # Eq. 9-10 over the last m beliefs C_{t-1..t-m} (or the last m batch accuracies, sigma_source=accuracy)
         past = self._window(self.posteriors if cfg.sigma_source == "anchor" else self.accuracies)
         sigma_t = population_std(past) if len(past) >= 2 else cfg.sigma_warmup
-        eta_t = min(max(cfg.eta * sigma_t, cfg.eta_min), 1.0)  # Eq. 11, bounded to [eta_min, 1] (Eq. 8)
+        eta_t = min(max(cfg.eta * sigma_t, cfg.eta_min), 1.0)  # Eq. 11, bounded to [eta_min, 1]
         posterior = (1.0 - eta_t) * self.prior + eta_t * y  # Eq. 8
         return posterior, eta_t, sigma_t
 
@@ -166,11 +145,8 @@ class AnchorState:
         self.accuracies = (self.accuracies + [y])[-keep:]
         self.committed_steps += 1
 
-    # ----------------------------------------------------------------------------------- serialisation
     def to_dict(self) -> dict:
-        data = asdict(self)
-        data["schema_version"] = SCHEMA_VERSION
-        return data
+        return {**asdict(self), "schema_version": SCHEMA_VERSION}
 
     @classmethod
     def from_dict(cls, data: dict, config: AnchorConfig | None = None) -> "AnchorState":

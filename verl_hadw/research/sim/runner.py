@@ -57,7 +57,7 @@ def _quiet_single_thread():
     import torch
 
     before = torch.get_num_threads()
-    anchor_logger = logging.getLogger("verl_hadw.anchor_client")
+    anchor_logger = logging.getLogger("verl_hadw.verl_adapter.anchor_store.client")
     level = anchor_logger.level
     torch.set_num_threads(1)
     anchor_logger.setLevel(logging.ERROR)
@@ -103,7 +103,7 @@ def run_one(
 
     import verl_hadw.register  # noqa: F401  (what verl's plugin entry point loads: registers hadw/dgpo)
     from verl_hadw.verl_adapter import metrics
-    from verl_hadw.verl_adapter.anchor_home import anchor_client as anchor_client
+    from verl_hadw.verl_adapter.anchor_store import client as anchor_client
 
     key = state_key(method, seed)
     config = OmegaConf.create(method.algorithm(key))

@@ -1,17 +1,8 @@
-"""The snapshot back-end: the anchor across restarts of a verl trainer without a checkpoint hook.
+"""The snapshot back-end, for verl trainers without a checkpoint hook (the legacy trainer, and verl 0.9.0's v1).
 
-Two trainers have none: verl's legacy trainer (``trainer.use_v1=false``), and verl 0.9.0's v1 trainer (the
-hook, ``trainer.checkpoint_callback_class``, came with verl 0.9.1). Both call the estimator in their driver during
-step N (``SkipManager.step == N``; once per step, or ``parameter_sync_step`` times in the v1 ``separate_async``
-mode), *before* ``_save_checkpoint`` creates ``global_step_N/`` and updates ``latest_checkpointed_iteration.txt``;
-nothing after the step's last call changes the anchor within step N. So the client saves the anchor after every
-observation (``after_step``), atomically, to ``<default_local_dir>/verl_hadw_anchor/step_N.json`` (the payload of
-the v1 callback's file). A resumed process first reaches the estimator at step S = N + 1, where the client is
-built: ``load`` then restores the snapshot of the ``global_step_N`` folder verl resumed from, found the way verl
-finds it (verl 0.9.0's and 0.9.1's ``_load_checkpoint`` resolve it alike, in both trainers).
-
-The trainer keys come from the ``trainer`` node the config package read beside the ``algorithm`` node verl passes
-(``config.call_config.CallConfig``); ``from_call`` reads them when the estimator builds the client.
+Both call the estimator during step N, before ``_save_checkpoint`` writes ``global_step_N/``; the client writes the
+anchor after every observation to ``<default_local_dir>/verl_hadw_anchor/step_N.json``, and a resumed run's first
+call (step N + 1) restores the snapshot of the ``global_step_N`` verl resumed from.
 """
 
 from __future__ import annotations
@@ -30,12 +21,11 @@ from verl_hadw.core.anchor.file_format import STATE_FILE, payload, read_state_fi
 from verl_hadw.core.anchor.resume import check_saved_options, continue_under, resumable, warn_unrecorded_checkpoint
 from verl_hadw.core.errors import AnchorFileError, MissingAnchorStateError
 from verl_hadw.core.options import HadwConfig
-from verl_hadw.verl_adapter.anchor_home.anchor_persistence import Persistence
-from verl_hadw.verl_adapter.anchor_home.resume_dir import resolve_resume_dir
-from verl_hadw.verl_adapter.config.call_config import CallConfig
+from verl_hadw.verl_adapter.anchor_store.persistence import Persistence, resolve_resume_dir
+from verl_hadw.verl_adapter.config.run_options import CallConfig
 from verl_hadw.verl_adapter.verl_terms import ALLOW_MISSING_STATE, RESUME_ELSEWHERE, VERL
 
-__all__ = ["LegacySnapshots", "from_call", "from_trainer", "snapshot_trainer", "SNAPSHOT_DIR"]
+__all__ = ["LegacySnapshots", "from_call", "from_trainer", "SNAPSHOT_DIR"]
 
 logger = logging.getLogger(__name__)
 
@@ -45,8 +35,7 @@ _SNAPSHOT = re.compile(r"step_(\d+)\.json(?:\.tmp\.\d+)?")
 
 @dataclass(frozen=True)
 class LegacySnapshots(Persistence):
-    """Where a trainer without a checkpoint hook checkpoints (``trainer.*``), and the anchor snapshots beside its
-    checkpoints."""
+    """Where a trainer without a checkpoint hook checkpoints (``trainer.*``), and the anchor's snapshots beside."""
 
     local_dir: str  # trainer.default_local_dir, made absolute against the driver's cwd as verl does
     resume_mode: str
@@ -70,37 +59,26 @@ class LegacySnapshots(Persistence):
         if os.path.exists(data_pt):  # an older run's checkpoint of this step that verl is about to overwrite
             snapshot["replaces_data_pt_mtime_ns"] = os.stat(data_pt).st_mtime_ns
         write_state_file(self.snapshot_path(step), snapshot, VERL)
-        self._prune(step)
+        # verl saves synchronously inside step k: a step k < N without global_step_k/ was never checkpointed (its
+        # max_*_ckpt_to_keep removes only global_step_k/actor: a kept folder keeps its snapshot)
+        self._remove(lambda k: k < step and not os.path.isdir(os.path.join(self.local_dir, f"global_step_{k}")))
 
     def remove_through(self, step: int) -> None:
         """Remove the snapshots of steps <= ``step`` (the v1 back-end: their checkpoint folders hold the anchor)."""
+        self._remove(lambda k: k <= step)
+
+    def _remove(self, drop) -> None:
         folder = os.path.join(self.local_dir, SNAPSHOT_DIR)
         for name in os.listdir(folder) if os.path.isdir(folder) else ():
             match = _SNAPSHOT.fullmatch(name)
-            if match is not None and int(match[1]) <= step:
-                with contextlib.suppress(FileNotFoundError):
-                    os.remove(os.path.join(folder, name))
-
-    def _prune(self, step: int) -> None:
-        # verl saves synchronously inside step k, so a step k < N without global_step_k/ was never checkpointed
-        # (its max_*_ckpt_to_keep removes only global_step_k/actor: a kept folder keeps its snapshot).
-        folder = os.path.join(self.local_dir, SNAPSHOT_DIR)
-        for name in os.listdir(folder):
-            match = _SNAPSHOT.fullmatch(name)
-            if match is None or int(match[1]) >= step:
-                continue
-            if not os.path.isdir(os.path.join(self.local_dir, f"global_step_{match[1]}")):
+            if match is not None and drop(int(match[1])):
                 with contextlib.suppress(FileNotFoundError):
                     os.remove(os.path.join(folder, name))
 
     # --------------------------------------------------------------------------------------------- load
     def load(self, cfg: HadwConfig, step: int | None) -> dict | None:
-        """The anchor state saved at step ``step - 1`` for the checkpoint verl resumed from (None: step 1, or
-        outside a trainer).
-
-        None when there is none and ``allow_missing_state`` (with a warning: a fresh anchor); otherwise a
-        missing, mismatched or stale snapshot raises ``MissingAnchorStateError``.
-        """
+        """The anchor state saved at step ``step - 1`` for the checkpoint verl resumed from (None: step 1, outside
+        a trainer, or none with ``allow_missing_state``); a missing, mismatched or stale snapshot raises."""
         if step is None or step <= 1:
             return None
         folder, candidates = self._resumed_from(cfg.state_key, step)
@@ -108,31 +86,27 @@ class LegacySnapshots(Persistence):
             if os.path.lexists(path):  # a dangling or looping link is read, and named: not a missing snapshot
                 return continue_under(self.read(path, step - 1, folder), cfg, self.options, path, VERL,
                                       earlier=lambda: self._way_back(folder, True))
-        key, previous = cfg.state_key, step - 1
         message = (
-            f"HA-DW anchor '{key}': {self.trainer} resumed at step {step} "
-            + (f"from {folder}, but found no anchor snapshot for step {previous} "
+            f"HA-DW anchor '{cfg.state_key}': {self.trainer} resumed at step {step} "
+            + (f"from {folder}, but found no anchor snapshot for step {step - 1} "
                f"(looked for {' and '.join(candidates)})"
                if folder else f"but found no checkpoint folder (trainer.resume_mode={self.resume_mode!r}, "
                f"trainer.default_local_dir={self.local_dir})")
-            + f". Under {self.trainer} the estimator writes it at every step when trainer.save_freq > 0; this "
-            f"checkpoint was written without it. Resume from a checkpoint that has it, or {ALLOW_MISSING_STATE}."
+            + f". Resume from a checkpoint that has it, or {ALLOW_MISSING_STATE}."
         )
-        self.missing(cfg, message)
-        return None
+        return self.missing(cfg, message)
 
     def _resumed_from(self, key: str, step: int) -> tuple[str | None, list[str]]:
-        """The ``global_step_{step - 1}`` folder verl resumed from (None: none), and where its anchor may be: the
-        snapshot this back-end wrote beside it, or a file inside it (a copied snapshot, or the v1 callback's)."""
+        """The ``global_step_{step - 1}`` folder verl resumed from (None: none), and where its anchor may be: this
+        back-end's snapshot beside it, or a file inside it (a copied snapshot, or the v1 callback's)."""
         previous = step - 1
         trainer = {"resume_mode": self.resume_mode, "default_local_dir": self.local_dir}
         folder = resolve_resume_dir(OmegaConf.create({**trainer, "resume_from_path": self.resume_from_path}))
         if folder is not None and step_of(folder) != previous:
             raise MissingAnchorStateError(
-                f"HA-DW anchor '{key}': verl's first training step in this process is {step}, but the checkpoint "
-                f"trainer.resume_mode={self.resume_mode!r} points to is {folder} (step {step_of(folder)}): "
-                "latest_checkpointed_iteration.txt changed after verl loaded its checkpoint. Give each run its own "
-                "trainer.default_local_dir and restart."
+                f"HA-DW anchor '{key}': verl's first training step is {step}, but the checkpoint to resume from is now "
+                f"{folder} (step {step_of(folder)}): its tracker file changed after verl loaded its checkpoint. Give "
+                "each run its own trainer.default_local_dir and restart."
             )
         candidates = [] if folder is None else [
             self.snapshot_path(previous, os.path.dirname(os.path.normpath(folder))),  # written by this back-end
@@ -141,9 +115,8 @@ class LegacySnapshots(Persistence):
         return folder, candidates
 
     def check_estimator(self, key: str, step: int) -> None:
-        """For a run without an anchor (``dgpo``) resumed at ``step``: the checkpoint verl resumed from must not have
-        been trained under another estimator (HA-DW, whose anchor it would drop). Its snapshot (an anchor, or the
-        options-only one such a run writes) goes through the resume rules; without one there is nothing to check."""
+        """Refuse a run without an anchor (``dgpo``) resumed at ``step`` from a checkpoint trained under another
+        estimator: its snapshot goes through the resume rules (none: said, not refused)."""
         if step <= 1:
             return
         folder, candidates = self._resumed_from(key, step)
@@ -156,9 +129,8 @@ class LegacySnapshots(Persistence):
             warn_unrecorded_checkpoint(folder, VERL)
 
     def _way_back(self, folder: str, anchor: bool) -> str | None:
-        """After a refused resume: the newest earlier ``global_step_K`` beside ``folder`` (one verl can resume: it has
-        ``actor/``) whose snapshot this run continues without a refusal, with verl's overrides (``anchor``: this run
-        keeps an HA-DW anchor)."""
+        """The newest earlier ``global_step_K`` beside ``folder`` (with ``actor/``) whose snapshot this run continues
+        without a refusal, with verl's overrides (``anchor``: this run keeps an HA-DW anchor)."""
         parent = os.path.dirname(os.path.normpath(folder))
         steps = (int(m[1]) for n in os.listdir(parent) if (m := re.fullmatch(r"global_step_(\d+)", n)))
         for k in sorted((k for k in steps if k < step_of(folder)), reverse=True):
@@ -187,46 +159,34 @@ class LegacySnapshots(Persistence):
         data_pt = os.path.join(folder, "data.pt")
         if replaced is not None and os.path.exists(data_pt) and os.stat(data_pt).st_mtime_ns == replaced:
             raise MissingAnchorStateError(
-                f"{path} was written by a later run that stopped before verl re-saved {folder}: that folder still "
-                f"holds an older run's checkpoint, whose anchor was overwritten. Ways out: {RESUME_ELSEWHERE}, or "
-                f"delete {path} and {ALLOW_MISSING_STATE}."
+                f"{path} was written by a later run that stopped before verl re-saved {folder}, so it is not that "
+                f"checkpoint's anchor. Ways out: {RESUME_ELSEWHERE}, or delete {path} and {ALLOW_MISSING_STATE}."
             )
         logger.info(f"HA-DW anchor restored from {path} (step {previous})")
         return saved
 
 
-def snapshot_trainer(trainer) -> str | None:
-    """Which trainer of ``trainer`` (verl's ``trainer`` node) saves the anchor by snapshots, in words (None: the
-    v1 trainer of a verl with the checkpoint hook, where the callback saves it)."""
-    if trainer.get("use_v1", True) is False:
-        return "the legacy trainer (trainer.use_v1=false)"
-    if not verl_support.has_checkpoint_callback():
-        return f"verl {verl_support.installed_verl()}'s v1 trainer (no checkpoint callback before verl 0.9.1)"
-    return None
-
-
-def from_trainer(trainer, options: dict) -> LegacySnapshots | None:
-    """The snapshot back-end of the trainer whose ``trainer`` node this is, recording ``options`` (the run's flat
-    options, ``RunOptions.flat``), or None: no trainer node (a plain dict or a detached node, as in unit use), the v1
-    trainer of a verl with the checkpoint hook (verl >= 0.9.1: the callback's files), or no ``default_local_dir``."""
-    if trainer is None:
-        return None
-    who = snapshot_trainer(trainer)
-    if who is None:
-        return None
-    local_dir = trainer.get("default_local_dir")
+def from_trainer(trainer, options: dict, who: str) -> LegacySnapshots | None:
+    """The snapshot back-end of verl's ``trainer`` node (None: it has no ``default_local_dir``), recording
+    ``options`` (``RunOptions.flat``); ``who``: the trainer, in words for the messages."""
+    local_dir = trainer.get("default_local_dir") if hasattr(trainer, "get") else None
     if not isinstance(local_dir, str):
         return None
     return LegacySnapshots(
         local_dir=local_dir if os.path.isabs(local_dir) else os.path.join(os.getcwd(), local_dir),
-        resume_mode=str(trainer.get("resume_mode", "auto")),
-        resume_from_path=trainer.get("resume_from_path"),
-        save_freq=int(trainer.get("save_freq", -1)),
-        options=options,
-        trainer=who,
-    )
+        resume_mode=str(trainer.get("resume_mode", "auto")), resume_from_path=trainer.get("resume_from_path"),
+        save_freq=int(trainer.get("save_freq", -1)), options=options, trainer=who)
 
 
 def from_call(call: CallConfig) -> LegacySnapshots | None:
-    """``from_trainer`` of an estimator call's read (its trainer node and options)."""
-    return from_trainer(call.trainer, call.run.flat())
+    """The snapshot back-end of an estimator call's trainer; None without a trainer node, or where the checkpoint
+    callback saves the anchor (verl >= 0.9.1's v1 trainer)."""
+    if call.trainer is None:
+        return None
+    if call.trainer.get("use_v1", True) is False:
+        who = "the legacy trainer (trainer.use_v1=false)"
+    elif not verl_support.has_checkpoint_callback():
+        who = f"verl {verl_support.installed_verl()}'s v1 trainer (no checkpoint callback before verl 0.9.1)"
+    else:
+        return None
+    return from_trainer(call.trainer, call.run.flat(), who)

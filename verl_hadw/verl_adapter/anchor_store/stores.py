@@ -1,15 +1,8 @@
 """Where an anchor's state lives: in this process (``LocalStore``) or in a named Ray actor (``RayStore``).
 
-Both stores have one interface: ``observe(step, call, correct, count) -> AnchorView``, ``state_dict()``,
-``last_state()`` (the state after the last call, without a round trip) and ``recoveries``. The in-process store
-calls ``AnchorState`` directly; only the Ray store exchanges plain dicts (what crosses the process boundary),
-and both run the same ``AnchorState``, so their trajectories are identical. A store is built for each new
-client with exactly the client's restored state (None: fresh), whatever an earlier run left under the name.
-
-The Ray actor is created lazily by the process that computes advantages (verl's TaskRunner actor), with
-``get_if_exists``, ``num_cpus=0`` and no ``detached`` lifetime (it dies with the job). Its name carries the Ray
-job id and the ``state_key``, so two experiments never share an anchor, even on one long-lived cluster. Ray is
-imported only when an actor is needed.
+Both run the same ``AnchorState``, so their trajectories are identical. The actor is created lazily by the process
+that computes advantages, with ``num_cpus=0``, no detached lifetime, and a name carrying the Ray job id and the
+``state_key``. Ray is imported only when an actor is needed.
 """
 
 from __future__ import annotations
@@ -45,9 +38,7 @@ class LocalStore:
     def state_dict(self) -> dict:
         return self.state.to_dict()
 
-    def last_state(self) -> dict:
-        """The state after the last call (what a snapshot saves)."""
-        return self.state.to_dict()
+    last_state = state_dict  # the state after the last call (what a snapshot saves)
 
 
 class AnchorService:
@@ -80,8 +71,7 @@ def actor_name(key: str) -> str:
 
 
 def wait_until_released(name: str, timeout: float = 60.0) -> None:
-    """Return once no live actor holds ``name``: ``ray.kill`` returns before the actor is gone, and until then
-    ``get_if_exists`` hands the dying actor back."""
+    """Return once no live actor holds ``name`` (``ray.kill`` returns before the actor is gone)."""
     import ray
 
     deadline = time.monotonic() + timeout
@@ -95,8 +85,8 @@ def wait_until_released(name: str, timeout: float = 60.0) -> None:
 
 
 def _ray_session() -> tuple[str, str] | None:
-    """(job id, node id) of this process's Ray connection, or None without one: both change when Ray is shut
-    down and started again (a new cluster may reuse the job id, never the node id)."""
+    """(job id, node id) of this process's Ray connection, or None without one (a restarted cluster may reuse the
+    job id, never the node id)."""
     import ray
 
     if not ray.is_initialized():
@@ -106,14 +96,9 @@ def _ray_session() -> tuple[str, str] | None:
 
 
 class RayStore:
-    """The anchor in a named Ray actor, with the driver's mirror of its last state.
-
-    Built for a new client, it sets the actor under its name to exactly the client's restored state (None: a
-    fresh anchor), so a fresh run never inherits an actor an earlier run of this process left behind. The
-    mirror makes every loss recoverable with an unchanged trajectory: an actor that died is rebuilt from it; if
-    Ray was restarted, the actor is rebuilt in the new session; if Ray was shut down, the anchor continues in
-    this process. Each counts one recovery. A name held by an actor that is not ours is an error naming it.
-    """
+    """The anchor in a named Ray actor, set to exactly the client's restored state, with the driver's mirror of its
+    last state. An actor that died, or a Ray restart, rebuilds it from the mirror; after a Ray shutdown the anchor
+    continues in this process. Each counts one recovery; the trajectory is unchanged."""
 
     def __init__(self, key: str, config: AnchorConfig, state: dict | None = None):
         self.key, self.config = key, config
@@ -124,14 +109,23 @@ class RayStore:
         self.actor, self.mirror = self._create(state)
 
     def _create(self, state: dict | None, attempts: int = 3):
-        """(actor, its state) with the actor under ``self.name`` set to exactly ``state``. An actor of that name
-        whose last handle was just dropped (an earlier client of this process, forgotten) is still handed back
-        by ``get_if_exists`` while Ray destroys it: wait until the name is free and create it again."""
+        """(actor, its state) with the actor under ``self.name`` set to exactly ``state``; an actor Ray is still
+        destroying (an earlier client's) is waited for and created again."""
         import ray
         from ray.exceptions import RayActorError
 
+        remote = ray.remote(num_cpus=0)(AnchorService)
         for attempt in range(attempts):
-            actor, reset = self._get_or_create(state)
+            actor = remote.options(name=self.name, get_if_exists=True).remote(asdict(self.config), state)
+            try:
+                reset = actor.verl_hadw_reset  # an existing actor of this name keeps its state unless told otherwise
+            except AttributeError:
+                raise AnchorActorError(
+                    f"the Ray actor '{self.name}' (namespace {ray.get_runtime_context().namespace!r}) holds the name "
+                    f"of algorithm.hadw.state_key={self.key!r}'s anchor but is not a verl-hadw anchor. Give this "
+                    "experiment another algorithm.hadw.state_key, or end that actor "
+                    f"(ray.kill(ray.get_actor({self.name!r})))."
+                ) from None
             try:
                 return actor, ray.get(reset.remote(asdict(self.config), state))
             except RayActorError:
@@ -139,22 +133,6 @@ class RayStore:
                     raise
                 logger.info(f"HA-DW anchor actor '{self.name}' was being destroyed: creating it again")
                 wait_until_released(self.name)
-
-    def _get_or_create(self, state: dict | None):
-        import ray
-
-        remote = ray.remote(num_cpus=0)(AnchorService)
-        actor = remote.options(name=self.name, get_if_exists=True).remote(asdict(self.config), state)
-        try:
-            reset = actor.verl_hadw_reset  # an existing actor of this name keeps its state unless told otherwise
-        except AttributeError:
-            raise AnchorActorError(
-                f"the Ray actor '{self.name}' (namespace {ray.get_runtime_context().namespace!r}) is not a "
-                f"verl-hadw anchor, but holds the name of algorithm.hadw.state_key={self.key!r}'s anchor: another "
-                "program created it. Give this experiment another algorithm.hadw.state_key, or end that actor "
-                f"(ray.kill(ray.get_actor({self.name!r})))."
-            ) from None
-        return actor, reset
 
     def _recover(self, why: str) -> None:
         """Rebuild the anchor from the mirror, where this process can reach it now."""
@@ -201,8 +179,7 @@ class RayStore:
         return self.mirror
 
     def last_state(self) -> dict:
-        """The state the actor returned with the last call (no round trip)."""
-        return self.mirror
+        return self.mirror  # the state the actor returned with the last call: no round trip
 
 
 def make_store(key: str, config: AnchorConfig, state: dict | None = None) -> LocalStore | RayStore:

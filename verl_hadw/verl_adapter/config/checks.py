@@ -1,12 +1,8 @@
-"""Config checks around ``algorithm.hadw`` / ``algorithm.dgpo`` that the option parser cannot see.
+"""Checks of verl's config that the option parser cannot see, run once per configuration before training.
 
-verl ignores keys it does not know, so a misspelt section (``+algorithm.hadww.lambda_scale=1.5``, ``algorithm.HADW``,
-``algorithm.dpgo``), an option one level too high (``+algorithm.lambda_scale``) or a section at the config root
-(``+hadw.lambda_scale``) would silently leave the run on the defaults: each is a ``ConfigError`` with "did you mean".
-Options of an estimator that is not selected (``algorithm.hadw.*`` under ``adv_estimator=dgpo``) are legal but have
-no effect: a warning names them. Run before training by the checkpoint callback, and by the estimators once per
-configuration (``call_config.read_call``: the one read of a call, whose parse and checks are cached), never on every
-step. Each check takes what was read: the plain ``algorithm`` section and verl's ``trainer`` node.
+Misspelt or misplaced sections raise ``ConfigError`` with "did you mean" (verl ignores unknown keys); options the
+selected estimator never reads warn; so do an anchor nobody saves and a checkpoint callback verl 0.9.0 ignores.
+Refused combinations: HA-DW with DAPO's dynamic sampling, and verl's ``gdpo`` with ``algorithm.dgpo.*`` set.
 """
 
 from __future__ import annotations
@@ -25,9 +21,9 @@ from verl_hadw.verl_adapter.process_state import PROCESS
 from verl_hadw.verl_adapter.verl_terms import CALLBACK_CLASS, CALLBACK_OVERRIDE
 
 __all__ = [
-    "check_sections", "unused_options", "warn_unused_options", "check_algorithm", "UnusedOptionsWarning",
-    "unsaved_anchor", "warn_unsaved_anchor", "ignored_callback", "warn_ignored_callback", "is_our_callback",
-    "section_of", "set_keys",
+    "check_sections", "unused_options", "warn_unused_options", "check_algorithm", "unsaved_anchor", "ignored_callback",
+    "warn_once", "is_our_callback",
+    "section_of", "set_keys", "drops_groups", "check_filter_groups", "check_dgpo_options_under_gdpo",
 ]
 
 
@@ -79,11 +75,8 @@ def section_of(algorithm: Mapping, name: str) -> Mapping:
 
 
 def check_sections(algorithm: Mapping, root: Mapping | None = None) -> None:
-    """Raise ``ConfigError`` for a near-miss section name or a misplaced option (see the module docstring).
-
-    ``algorithm``: verl's ``algorithm`` section (as read: a plain dict, or a node); ``root``: the full config, to look
-    at its top-level keys too.
-    """
+    """Raise ``ConfigError`` for a near-miss section name in ``algorithm`` (``algorithm.hadww``, ``algorithm.HADW``),
+    an option one level too high (``algorithm.lambda_scale``) or a section at the ``root`` config's top (``hadw``)."""
     node = algorithm if algorithm is not None else {}
     verl_keys = _verl_algorithm_keys()
     options = _option_names()
@@ -92,24 +85,18 @@ def check_sections(algorithm: Mapping, root: Mapping | None = None) -> None:
             continue
         section = _near_section(key)
         if section is not None and (_squash(key) == section or _looks_like(value)):
-            raise ConfigError(
-                f"Unknown section 'algorithm.{key}': did you mean 'algorithm.{section}'? verl ignores unknown "
-                f"algorithm keys, so its options would have no effect. Valid sections: algorithm.hadw, algorithm.dgpo."
-            )
+            raise ConfigError(f"Unknown section 'algorithm.{key}': did you mean 'algorithm.{section}'? verl ignores "
+                              "unknown algorithm keys, so its options would have no effect.")
         hit = difflib.get_close_matches(str(key), list(options), n=1, cutoff=0.85)
         if hit:
-            raise ConfigError(
-                f"Unknown key 'algorithm.{key}': did you mean 'algorithm.{options[hit[0]]}.{hit[0]}'? Options of "
-                "the estimators live in their sections (+algorithm.hadw.<key>, +algorithm.dgpo.<key>)."
-            )
+            raise ConfigError(f"Unknown key 'algorithm.{key}': did you mean 'algorithm.{options[hit[0]]}.{hit[0]}'? "
+                              "The estimators' options live in algorithm.hadw and algorithm.dgpo.")
     top = root if root is not None else {}
     for key in top:
         section = _near_section(key) if _squash(key) != "algorithm" else None
         if section is not None and (_squash(key) == section or _looks_like(top[key])):
-            raise ConfigError(
-                f"Unknown top-level section '{key}': did you mean 'algorithm.{section}'? The estimators read their "
-                f"options from algorithm.{section} only."
-            )
+            raise ConfigError(f"Unknown top-level section '{key}': did you mean 'algorithm.{section}'? The "
+                              f"estimators read their options from algorithm.{section} only.")
 
 
 def set_keys(node: Mapping, prefix: str) -> list[str]:
@@ -124,14 +111,9 @@ def set_keys(node: Mapping, prefix: str) -> list[str]:
 
 
 def unused_options(algorithm: Any) -> list[str]:
-    """Dotted keys set under ``algorithm.hadw`` / ``algorithm.dgpo`` that the selected estimator never reads.
-
-    ``hadw`` reads ``algorithm.dgpo`` only as its base (``algorithm.hadw.base=dgpo``); its own threshold is
-    ``algorithm.hadw.success_threshold``.
-    ``dgpo`` reads ``algorithm.hadw.log_metrics``: the one metrics switch of both estimators.
-    ``algorithm.hadw.state_key`` names the experiment's anchor, not a setting: the shipped base configs give it to
-    every run, baselines included, so it is never reported.
-    """
+    """Dotted keys set under ``algorithm.hadw`` / ``algorithm.dgpo`` that the selected estimator never reads (hadw
+    reads ``algorithm.dgpo`` only with ``base=dgpo``; dgpo reads ``algorithm.hadw.log_metrics``; ``state_key``, set by
+    every shipped base config, is never reported)."""
     estimator = algorithm.get("adv_estimator", "gae") if hasattr(algorithm, "get") else None
     hadw, dgpo = section_of(algorithm, "hadw"), section_of(algorithm, "dgpo")
     unused = []
@@ -152,27 +134,21 @@ def warn_unused_options(algorithm: Any) -> list[str]:
     unused = unused_options(algorithm)
     if unused:
         estimator = algorithm.get("adv_estimator", "gae")
-        one = len(unused) == 1
-        warnings.warn(
-            f"{', '.join(unused)} {'is' if one else 'are'} set but algorithm.adv_estimator={estimator} does not read "
-            f"{'it' if one else 'them'}: {'it has' if one else 'they have'} no effect on this run (algorithm.hadw is "
-            "read by hadw; algorithm.dgpo by dgpo, and by hadw with algorithm.hadw.base=dgpo).",
-            UnusedOptionsWarning,
-            stacklevel=2,
-        )
+        it = "it" if len(unused) == 1 else "them"
+        warnings.warn(f"{', '.join(unused)} set but algorithm.adv_estimator={estimator} does not read {it}: no "
+                      f"effect. Remove {it}, or select the estimator that reads {it}.", UnusedOptionsWarning,
+                      stacklevel=2)
     return unused
 
 
 def check_algorithm(algorithm: Any, root: Any = None) -> list[str]:
-    """Both checks: near misses raise, unused options warn (returned). The callback runs it before training with
-    the full config; each estimator call runs it on its ``algorithm`` node too, for runs without the callback."""
+    """``check_sections``, then ``warn_unused_options`` (returned)."""
     check_sections(algorithm, root)
     return warn_unused_options(algorithm)
 
 
 # ------------------------------------------------------------------------------- an anchor nobody saves
-# the class's path users name, and where it is defined: a subclass of it names either in its MRO
-_CALLBACKS = {CALLBACK_CLASS, "verl_hadw.verl_adapter.checkpoint_callback.HadwCheckpointCallback"}
+_CALLBACKS = {CALLBACK_CLASS, "verl_hadw.verl_adapter.checkpoint_callback.HadwCheckpointCallback"}  # alias, class
 
 
 def is_our_callback(name: Any) -> bool:
@@ -191,10 +167,8 @@ def is_our_callback(name: Any) -> bool:
 
 
 def ignored_callback(algorithm: Any, trainer: Any, at_start: bool = False) -> str | None:
-    """The notice for a config naming ``trainer.checkpoint_callback_class`` (every shipped YAML does) on a verl
-    without that hook (0.9.0), which ignores the key without a word. None when that is not so. ``trainer``: verl's
-    ``trainer`` node (None: unknown); ``at_start``: said by the start-up check (``startup_check``), else at the first
-    estimator call."""
+    """The notice for ``trainer.checkpoint_callback_class`` on verl 0.9.0, which silently ignores the key (None: not
+    so). ``trainer``: verl's ``trainer`` node (None: unknown); ``at_start``: said by the start-up check."""
     from verl_hadw import verl_support
 
     if trainer is None or not hasattr(trainer, "get") or verl_support.has_checkpoint_callback():
@@ -203,29 +177,16 @@ def ignored_callback(algorithm: Any, trainer: Any, at_start: bool = False) -> st
     if not name:
         return None
     estimator = algorithm.get("adv_estimator", "gae") if hasattr(algorithm, "get") else None
-    instead = (
-        "the HA-DW anchor is saved instead as a snapshot after every step "
-        "(<trainer.default_local_dir>/verl_hadw_anchor/step_N.json, kept for the checkpointed steps) and restored "
-        "from the one of the checkpoint verl resumes from; "
-        if estimator == "hadw" else ""
-    )
-    return (
-        f"trainer.checkpoint_callback_class={name} is ignored: verl {verl_support.installed_verl()} has no "
-        f"checkpoint callbacks (they came with verl {verl_support.CALLBACK_SINCE}), so that class is never loaded. "
-        "verl-hadw does without it: "
-        f"{instead}"
-        + ("the config was checked at start-up by hydra.callbacks.verl_hadw (verl_hadw.verl_adapter.startup_check)"
-           if at_start else "the config is checked before Ray starts by hydra.callbacks.verl_hadw where the config "
-           "names it (the shipped YAMLs do), and in any case at this first estimator call")
-        + ". Remove the key to silence this notice."
-    )
+    instead = ("the HA-DW anchor is saved in per-step snapshots (<trainer.default_local_dir>/verl_hadw_anchor/) "
+               "instead" if estimator == "hadw" else "nothing is lost")
+    return (f"trainer.checkpoint_callback_class={name} is ignored: verl {verl_support.installed_verl()} has no "
+            f"checkpoint callbacks (verl >= {verl_support.CALLBACK_SINCE}), and {instead}. Remove the key to silence "
+            f"this notice{' (checked at start-up)' if at_start else ''}.")
 
 
 def unsaved_anchor(algorithm: Any, trainer: Any) -> str | None:
-    """The warning for an HA-DW run on verl's v1 trainer that saves checkpoints (``trainer.save_freq > 0``) without
-    the checkpoint callback: its anchor is in no checkpoint, so a resume stops for it. None when that is not so
-    (the legacy trainer, and the v1 trainer of a verl without the hook, 0.9.0, save per-step snapshots).
-    ``trainer``: verl's ``trainer`` node (None: unknown)."""
+    """The warning for an HA-DW run on verl >= 0.9.1's v1 trainer that saves checkpoints without the checkpoint
+    callback, so its anchor is in none (None: not so). ``trainer``: verl's ``trainer`` node (None: unknown)."""
     from verl_hadw import verl_support
 
     estimator = algorithm.get("adv_estimator", "gae") if hasattr(algorithm, "get") else None
@@ -234,7 +195,7 @@ def unsaved_anchor(algorithm: Any, trainer: Any) -> str | None:
     save_freq = trainer.get("save_freq", -1)
     if trainer.get("use_v1", True) is False or not isinstance(save_freq, int) or save_freq <= 0:
         return None
-    if not verl_support.has_checkpoint_callback():  # verl 0.9.0: the estimator's snapshots save it (legacy_snapshots)
+    if not verl_support.has_checkpoint_callback():  # verl 0.9.0: the estimator's snapshots save it
         return None
     if is_our_callback(trainer.get("checkpoint_callback_class", None)):
         return None
@@ -242,26 +203,55 @@ def unsaved_anchor(algorithm: Any, trainer: Any) -> str | None:
     client = PROCESS.anchors.get(hadw.get("state_key", "default") if hasattr(hadw, "get") else "default")
     if client is not None and client.persistence.saves_into_checkpoints:
         return None  # a HadwCheckpointCallback built in code (not named by the key) keeps this anchor
-    return (
-        f"HA-DW runs on verl's v1 trainer with checkpoints every {save_freq} steps (trainer.save_freq) but without "
-        f"the plugin's checkpoint callback: the anchor is saved in no checkpoint, so resuming from one stops for "
-        f"the missing anchor (or starts a fresh one with allow_missing_state). Set {CALLBACK_OVERRIDE}."
-    )
+    return (f"HA-DW saves checkpoints every {save_freq} steps without the plugin's checkpoint callback, so the "
+            f"anchor is saved in no checkpoint and a resume stops for it. Set {CALLBACK_OVERRIDE}.")
 
 
-def _warn_once(message: str | None) -> str | None:
+def warn_once(message: str | None) -> str | None:
+    """``message`` (None: nothing) as one ``UserWarning`` and log line per process."""
     if message is not None and message not in PROCESS.warned:
         PROCESS.warned.add(message)
-        warnings.warn(message, UserWarning, stacklevel=3)
+        warnings.warn(message, UserWarning, stacklevel=2)
         logging.getLogger(__name__).warning(message)
     return message
 
 
-def warn_unsaved_anchor(algorithm: Any, trainer: Any) -> str | None:
-    """``unsaved_anchor``, as one ``UserWarning`` per process."""
-    return _warn_once(unsaved_anchor(algorithm, trainer))
+# ------------------------------------------------------------------------------------- refused combinations
+def drops_groups(config) -> bool:
+    """Whether verl drops degenerate groups before the estimator: ``filter_groups`` on a v1 trainer."""
+    node = config.algorithm.get("filter_groups", None)
+    enabled = bool(node is not None and node.get("enable", False))
+    return enabled and bool(config.trainer.get("use_v1", True))
 
 
-def warn_ignored_callback(algorithm: Any, trainer: Any, at_start: bool = False) -> str | None:
-    """``ignored_callback``, as one ``UserWarning`` per process."""
-    return _warn_once(ignored_callback(algorithm, trainer, at_start))
+def check_filter_groups(config, run: Any = None) -> None:
+    """Refuse HA-DW with DAPO's dynamic sampling on a v1 trainer, unless the anchor is fixed (``config``: verl's
+    full config; ``run``: its parsed ``RunOptions``, if known)."""
+    # verl 0.9.1's v1 replay buffer drops the all-correct and all-wrong groups inside ReplayBuffer.sample, before
+    # the advantage; the estimator never sees them, and no hook reports them (a custom sampler disables the filter)
+    if config.algorithm.get("adv_estimator") != "hadw" or not drops_groups(config):
+        return
+    if run is not None:
+        mode = run.hadw.anchor.mode
+    else:  # read as written: a typo elsewhere in the section is another problem, reported on its own
+        mode = ((config.algorithm.get("hadw") or {}).get("anchor") or {}).get("mode")
+    if mode == "fixed":
+        return  # a fixed anchor never reads y_t
+    raise ConfigError(
+        "algorithm.adv_estimator=hadw cannot run with algorithm.filter_groups.enable=true: verl drops the "
+        "all-correct and all-wrong groups before the estimator, so the anchor would be biased toward 0.5. Set "
+        "algorithm.filter_groups.enable=false, use algorithm.adv_estimator=dgpo, or +algorithm.hadw.anchor.mode=fixed."
+    )
+
+
+def check_dgpo_options_under_gdpo(algorithm: Any) -> None:
+    """Refuse verl's ``gdpo`` estimator (multi-reward GDPO) with ``algorithm.dgpo.*`` set, which it never reads."""
+    if not hasattr(algorithm, "get") or algorithm.get("adv_estimator") != "gdpo":
+        return
+    dgpo = set_keys(section_of(algorithm, "dgpo"), "algorithm.dgpo")
+    if dgpo:
+        raise ConfigError(
+            f"algorithm.adv_estimator=gdpo with {', '.join(dgpo)} set: did you mean algorithm.adv_estimator=dgpo? "
+            "verl's gdpo (GDPO, multi-reward normalisation) never reads algorithm.dgpo; set "
+            "algorithm.adv_estimator=dgpo, or remove the algorithm.dgpo options to train GDPO."
+        )

@@ -1,4 +1,4 @@
-"""TRL's and ms-swift's step (``core.reward_matrix.generation_advantages``: a gathered reward matrix -> advantages)
+"""TRL's and ms-swift's step (``hf_trainer.reward_matrix.generation_advantages``: a reward matrix -> advantages)
 reads the host exactly as often as the estimators' table says plus two of its own: the reward weights (a CPU tensor
 in both frameworks, so no GPU sync there, but counted here) and one read for every check of the matrix together (no
 reward, an infinite one, an overflowing sum)."""
@@ -11,9 +11,9 @@ from test_host_reads import READS_PER_CALL, HostReads
 
 from verl_hadw.core.metric_values import MetricBuffer
 from verl_hadw.core.options import DgpoConfig, HadwConfig
-from verl_hadw.core.reward_matrix import RewardColumns, generation_advantages
 from verl_hadw.hf_trainer.checkpoint_anchor import TrainerAnchor
-from verl_hadw.trl.terms import TRL
+from verl_hadw.hf_trainer.reward_matrix import RewardColumns, generation_advantages
+from verl_hadw.trl.grpo_config import TRL
 
 OWN = 2  # the weights' check (a CPU tensor) and the matrix's checks, read together
 
