@@ -60,9 +60,10 @@ def test_every_planted_fault_fails_the_build_naming_it(site):
     assert "'performance.md' is included in the 'nav' configuration, which is not found" in result.stderr
 
 
-def test_docs_options_block_is_generated_from_the_declarations():
+@pytest.mark.parametrize("page", ["README.md", "docs/options.md"])
+def test_the_options_block_is_what_verl_hadw_options_prints(page):
     from verl_hadw.core.options import options_yaml
 
-    page = (ROOT / "docs" / "options.md").read_text(encoding="utf-8")
-    block = page.split("<!-- options:begin -->\n```yaml\n", 1)[1].split("```\n<!-- options:end -->", 1)[0]
-    assert block.rstrip("\n") == options_yaml(), "docs/options.md is stale: paste the output of `verl-hadw options`"
+    text = (ROOT / page).read_text(encoding="utf-8")
+    block = text.split("<!-- options:begin -->\n```yaml\n", 1)[1].split("```\n<!-- options:end -->", 1)[0]
+    assert block.rstrip("\n") == options_yaml(), f"{page} is stale: paste the output of `verl-hadw options`"
