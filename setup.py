@@ -68,7 +68,7 @@ setup(
     python_requires=">=3.10",
     packages=find_packages(include=["verl_hadw", "verl_hadw.*"]) + CONFIG_PACKAGES,
     package_dir={"verl_hadw_configs": "configs"},
-    package_data={pkg: ["*.yaml"] for pkg in CONFIG_PACKAGES},
+    package_data={"verl_hadw": ["py.typed"], **{pkg: ["*.yaml"] for pkg in CONFIG_PACKAGES}},  # typed (PEP 561)
     install_requires=["torch", "numpy"],  # the core; every framework comes with its extra
     extras_require=EXTRAS,
     entry_points={

@@ -7,7 +7,7 @@ machine, the code verl runs) with batch accuracies y_t and reports, for each σ 
 * ``rise``: steps until the anchor covers 63% of a noisy jump 0.35 -> 0.55 (the time constant);
 * ``lag``: the delay k (steps) minimising Σ (C_t - ȳ_{t-k})² on a realistic saturating curve
   ȳ_t = 0.35 + 0.35 (1 - e^{-t/80}) over 300 steps;
-* ``ramp_end``: the anchor after the issue's linear ramp 0.30 -> 0.95 over 150 steps (ends at 0.95).
+* ``ramp_end``: the anchor after a linear ramp 0.30 -> 0.95 over 150 steps (ends at 0.95).
 
 Batch-accuracy noise: N(0, 0.02), about what 256 prompts x 8 rollouts with a spread of prompt difficulty
 give. Results are the median over 20 seeds. Run: ``python benchmarks/anchor_time_constant.py``.

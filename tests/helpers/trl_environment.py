@@ -72,11 +72,12 @@ def main(tmp_path: Path) -> int:
 
     # the TRL adapter's own tests, against the installed package (pytest's script puts no checkout on sys.path):
     # among them the documented example (test_trl_example.py) and the resume, bit for bit (test_trl_training.py).
-    # pytest, and PEFT for test_trl_features.py (TRL's optional dependency), pinned to change nothing installed
+    # pytest, PEFT for test_trl_features.py (TRL's optional dependency) and mypy for test_trl_types.py, pinned to change
+    # nothing installed
     start = time.monotonic()
     pins = tmp_path / "installed.txt"
     pins.write_text("".join(f"{k}=={v}\n" for k, v in after.items() if re.fullmatch(r"[0-9][0-9a-z.+]*", v)))
-    sh(python, "-m", "pip", "install", "-q", "--no-compile", "-c", pins, "pytest", "peft")
+    sh(python, "-m", "pip", "install", "-q", "--no-compile", "-c", pins, "pytest", "peft", "mypy")
     # and the core's own tests (the equations, the anchor, the file format): they need no verl. By folder, by path
     folders = [str((TESTS / name).relative_to(ROOT)) for name in FOLDERS if (TESTS / name).is_dir()]
     out = sh(tmp_path / "venv" / "bin" / "pytest", "-q", "-rA", "-p", "no:cacheprovider", "--basetemp",

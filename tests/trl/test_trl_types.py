@@ -4,7 +4,6 @@ sees each ``hadw_*`` / ``dgpo_*`` field with its type, and flags a wrong one."""
 import subprocess
 import sys
 
-import pytest
 from repo_paths import ROOT
 
 CONFIG = """[mypy]
@@ -14,7 +13,6 @@ follow_imports = skip
 ignore_missing_imports = True
 """
 
-
 def mypy(tmp_path, script: str) -> subprocess.CompletedProcess:
     (tmp_path / "mypy.ini").write_text(CONFIG)
     (tmp_path / "user_script.py").write_text(f"from verl_hadw.trl import HadwGRPOConfig\n\n{script}\n")
@@ -22,9 +20,7 @@ def mypy(tmp_path, script: str) -> subprocess.CompletedProcess:
                            str(tmp_path / "cache"), str(tmp_path / "user_script.py")],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
 
-
 def test_a_users_config_type_checks_and_a_wrong_type_is_flagged(tmp_path):
-    pytest.importorskip("mypy", reason="the test extra installs mypy; the lowest-TRL environment has none")
     good = mypy(tmp_path, 'args = HadwGRPOConfig(output_dir="out", hadw_lambda_scale=1.3, dgpo_temperature=2.0, '
                           'hadw_base="dgpo", hadw_anchor_init=0.3, accuracy_reward_index=0)')
     assert good.returncode == 0, good.stdout + good.stderr

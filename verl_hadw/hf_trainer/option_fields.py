@@ -161,7 +161,8 @@ class OptionFields:
                 f"{names} {'is' if len(unused) == 1 else 'are'} set but this run ({key('adv_estimator')}="
                 f"{self.adv_estimator}, {key('hadw.base')}={self.hadw_base}, {key('hadw.difficulty_from')}="
                 f"{self.hadw_difficulty_from}) does not read {'it' if len(unused) == 1 else 'them'}: no effect. "
-                "Leave them at their defaults, or choose the run that reads them.",
+                f"Leave {'it at its default' if len(unused) == 1 else 'them at their defaults'}, or choose a run that "
+                "reads them.",
                 UnusedOptionsWarning, stacklevel=3)
         return unused
 
