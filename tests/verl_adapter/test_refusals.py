@@ -171,17 +171,17 @@ def test_trl_a_refused_generation_leaves_the_anchor_as_it_was(tmp_path, case):
     lengths = torch.full((8,), 6)
 
     def steps(t, refused):
-        t.anchor.start(None)
+        t.hadw_anchor.start(None)
         out = []
         for step, rewards in enumerate(batches, start=1):
             t.state.global_step = step - 1
             if step == 2 and refused:
-                before = (t.anchor.state.to_dict(), t.anchor._last)
+                before = (t.hadw_anchor.state.to_dict(), t.hadw_anchor._last)
                 with pytest.raises(ValueError, match=message):
                     t.hadw_advantages(breaker(rewards.clone()), lengths)
-                assert (t.anchor.state.to_dict(), t.anchor._last) == before
+                assert (t.hadw_anchor.state.to_dict(), t.hadw_anchor._last) == before
             adv, values = t.hadw_advantages(rewards, lengths)
-            out.append((adv.tolist(), sorted(values.items()), t.anchor.state.to_dict()))
+            out.append((adv.tolist(), sorted(values.items()), t.hadw_anchor.state.to_dict()))
         return out
 
     t = trainer(config(tmp_path, **overrides))
