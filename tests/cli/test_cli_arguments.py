@@ -168,7 +168,7 @@ def test_the_sweep_reaches_every_kind():
     (["study", "--lrs", "0.1", "0.01"], "--lrs"),  # and the reverse
     (["results", "."], "RUN_DIR"),  # a directory without metrics
 ])
-def test_refusals_beside_the_sweep(argv, argument, world, capsys, monkeypatch):
+def test_refused_arguments_beside_the_sweep(argv, argument, world, capsys, monkeypatch):
     monkeypatch.setattr("verl_hadw.research.sim.runner.run_many", None, raising=False)  # nothing may simulate
     monkeypatch.setattr("verl_hadw.research.study.run_study", None, raising=False)  # nor train
     monkeypatch.setattr("verl_hadw.research.trl_study.run_study", None, raising=False)

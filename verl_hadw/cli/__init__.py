@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one subcommand. Its arguments are checked first (``verl_hadw.cli.arguments``); a refused argument, or a
-    file error while it runs, ends in one line naming the argument and status 2 (argparse's own refusals exit 2
+    file error while it runs, ends in one line naming the argument and status 2 (argparse's own errors exit 2
     with the same line)."""
     from verl_hadw.cli.arguments import CommandError, check_arguments, os_error_argument
 

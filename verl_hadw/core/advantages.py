@@ -1,8 +1,6 @@
 """The advantage estimators on a ``groups.Batch``: GRPO's and DGPO's base advantages, HA-DW's weights Φ, and one
-call of each method, as every framework adapter runs it.
-
-Equation numbers are those of docs/equations.md (HA-DW: arXiv 2601.08521 §3; DGPO: arXiv 2601.20614 §3.1).
-"""
+call of each method, as every framework adapter runs it. Equation numbers are those of docs/equations.md (HA-DW:
+arXiv 2601.08521 §3; DGPO: arXiv 2601.20614 §3.1)."""
 
 from __future__ import annotations
 
@@ -19,11 +17,8 @@ from verl_hadw.core.options import DgpoConfig, HadwConfig, Key
 
 
 def grpo_advantage(b: Batch, epsilon: float, norm_by_std: bool) -> torch.Tensor:
-    """GRPO's advantage (s - mean_g)/(std_g + ε), or s - mean_g without the std (Dr.GRPO), as verl's ``grpo``.
-
-    Returns:
-        (n,) advantages; exactly 0 in groups whose scores are all equal (``groups.zero_spread``).
-    """
+    """(n,) GRPO advantages (s - mean_g)/(std_g + ε), or s - mean_g without the std (Dr.GRPO), as verl's ``grpo``;
+    exactly 0 in groups whose scores are all equal (``groups.zero_spread``)."""
     centered = b.scores - b.grpo_mean[b.gid]
     return zero_spread(centered / (b.grpo_std[b.gid] + epsilon) if norm_by_std else centered, b)
 
@@ -95,13 +90,6 @@ def _accuracy(b: Batch, acc_scores: torch.Tensor | None, threshold: float | None
     return acc, b.binary if binary is not None and acc_scores is None else binary
 
 
-def _check_binary(checks: list, read: list, accuracy_hint: str) -> None:
-    """Raise for the first of ``checks`` [(scores, key)] whose binary flag in ``read`` is false."""
-    for (scores, key), binary in zip(checks, read):
-        if binary is not None and not binary:
-            refuse_non_binary(scores, key, accuracy_hint)
-
-
 def dgpo_call(
     b: Batch, cfg: DgpoConfig, norm_by_std: bool, key: Key, acc_scores: torch.Tensor | None = None,
     lengths: torch.Tensor | None = None, *, accuracy_hint: str = "",
@@ -125,16 +113,8 @@ def dgpo_call(
 
 
 def hadw_weights(adv: torch.Tensor, p_hat: torch.Tensor, prior: float, lambda_scale: float) -> torch.Tensor:
-    """HA-DW's weights Φ_{t,i}.
-
-    Args:
-        adv: (n,) base advantage Â.
-        p_hat: (n,) each row's group accuracy p̂_t.
-        prior: the anchor's C_t⁻.
-
-    Returns:
-        (n,) Φ.
-    """
+    """(n,) HA-DW weights Φ_{t,i} of the base advantage ``adv`` (n,), each row's group accuracy ``p_hat`` (n,) and
+    the anchor's ``prior`` C_t⁻."""
     diff_his = p_hat - prior  # Eq. 13, with the prior C_t⁻
     D = -torch.sign(adv) * torch.sign(diff_his)  # Eq. 14
     M = diff_his.abs()  # Eq. 15
@@ -164,9 +144,6 @@ def hadw_call(
         observe: ``observe(K_t, B_t)`` adds the call's Σ accuracy and count to the anchor and returns its view.
         preview: returns the view ``observe`` would, leaving the anchor as it is: a call that raises never moves it.
         key, acc_scores, lengths, accuracy_hint: as in ``dgpo_call``.
-
-    Returns:
-        A ``HadwCall``.
     """
     by_accuracy = cfg.difficulty_from == "accuracy"  # else y_t and p̂ are mean rewards (the released code)
     scores = b.scores if acc_scores is None else acc_scores
@@ -190,7 +167,9 @@ def hadw_call(
     # Eq. 7: K_t, B_t. The first read: the binary checks and K_t (none with both known to the batch)
     k_t = b.score_sum if scores_are_y else y.sum()
     *binary, k_t = host_values(*(check[2] for check in checks), k_t)
-    _check_binary([check[:2] for check in checks], binary, accuracy_hint)
+    for (checked_scores, checked_key, _), ok in zip(checks, binary):
+        if ok is not None and not ok:
+            refuse_non_binary(checked_scores, checked_key, accuracy_hint)
     counts = k_t, int(y.numel())
     checked = preview(*counts)  # check first: the anchor moves only once nothing can refuse the call
     weights = hadw_weights(adv, p_hat, checked.prior, cfg.lambda_scale)
@@ -212,6 +191,5 @@ def hadw_call(
     return HadwCall(advantages=adv * phi, phi=phi, view=view, dgpo_counts=dgpo_counts, phi_summary=summary)  # Eq. 17
 
 
-def _normalized(phi: torch.Tensor, cfg: HadwConfig) -> torch.Tensor:
-    """Φ as applied: over its mean with ``normalize_phi``."""
+def _normalized(phi: torch.Tensor, cfg: HadwConfig) -> torch.Tensor:  # Φ as applied
     return phi / phi.mean() if cfg.normalize_phi else phi

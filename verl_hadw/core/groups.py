@@ -1,9 +1,7 @@
 """Group ids and per-group statistics of an estimator call's valid rows, vectorised over groups.
 
 Rows are grouped as verl's ``grpo`` groups them, by equal labels (``"7"`` and ``"007"`` apart, ``1``, ``1.0`` and
-``True`` together); labels a dict cannot group (NaN, a pair, a list) are refused. Padding rows (``response_mask`` all
-zero) are not responses. ``prepare_batch`` reads the host once for all its checks and counts (twice with padding).
-"""
+``True`` together); labels a dict cannot group (NaN, a pair, a list) are refused. Padding rows are not responses."""
 
 from __future__ import annotations
 
@@ -62,15 +60,9 @@ def tensor_ids_where(index: torch.Tensor, valid: torch.Tensor):
 
 
 def group_ids(index, device, sorted_ids: bool = True) -> tuple[torch.Tensor, int]:
-    """Group ids of the labels ``index`` (n,), equal labels one group, with no Python loop over rows.
-
-    Args:
-        sorted_ids: number the groups in a canonical label order (numbers, text, bytes, None, others), independent
-            of the row order; False: in order of first appearance, for callers that do not depend on it.
-
-    Returns:
-        (n,) ids in [0, G) on ``device``, and G.
-    """
+    """(n,) group ids in [0, G) on ``device`` of the labels ``index`` (n,), and G; equal labels are one group.
+    ``sorted_ids``: number the groups in a canonical label order, independent of the row order (False: by first
+    appearance)."""
     if isinstance(index, torch.Tensor):
         ids, nan = tensor_ids_where(index, torch.ones(index.numel(), dtype=torch.bool, device=index.device))
         if nan is not None and bool(nan):
@@ -144,11 +136,8 @@ class Batch:
 
 
 def zero_spread(adv: torch.Tensor, b: Batch) -> torch.Tensor:
-    """(n,) ``adv`` with exactly 0 in every group of >= 2 responses whose scores are all equal.
-
-    verl's grpo turns the rounding of such a group's mean (8 × 0.3 in float32) into advantages up to ~0.2;
-    single-response groups keep verl's convention (docs/equations.md).
-    """
+    """(n,) ``adv`` with exactly 0 in every group of >= 2 responses whose scores are all equal (verl's grpo turns the
+    rounding of such a group's mean, 8 × 0.3 in float32, into advantages up to ~0.2)."""
     flat = (b.spread == 0) & (b.count >= 2)
     return adv.masked_fill(flat[b.gid], 0.0)
 
@@ -159,10 +148,7 @@ def group_sum(values: torch.Tensor, gid: torch.Tensor, n_groups: int) -> torch.T
 
 
 def check_inputs(token_level_rewards, response_mask, index) -> None:
-    """Types, shapes and devices of an estimator's inputs (metadata only), each error naming the argument.
-
-    Integer and bool rewards are accepted (their row sums are exact in float32 below 2**24); any real mask dtype.
-    """
+    """Check types, shapes and devices of an estimator's inputs (metadata only), each error naming the argument."""
     for name, t in (("token_level_rewards", token_level_rewards), ("response_mask", response_mask)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor of shape (batch, response_length), got {type(t).__name__}")
@@ -231,11 +217,7 @@ def prepare_batch(
 
 def _build(token_level_rewards, response_mask, index, pad: torch.Tensor, sorted_ids: bool, exact: bool = False):
     """The batch, ``pad`` (N,) taken for its padding rows (``exact``: known to be), or None when the flags read say
-    that a check failed or ``pad`` is wrong.
-
-    Padding rows stay in place in slot -1 of every per-group tensor, so nothing waits for their count: the first
-    read has every check's flag and the counts, a second (with padding rows) confirms they have no response token.
-    """
+    that a check failed or ``pad`` is wrong. Padding rows stay in slot -1 of every per-group tensor."""
     n_rows = token_level_rewards.shape[0]
     scores = token_level_rewards.sum(dim=-1)
     scores = (scores if scores.is_floating_point() else scores.float()).float()  # int/bool: exact sums, then float

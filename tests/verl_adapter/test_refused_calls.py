@@ -149,7 +149,7 @@ def test_the_sweep_reaches_every_refusal():
             fn(**make(), config=config)
         reached.add(site_of(info.value))
     missing = raise_sites() - reached
-    assert not missing, f"refusals without a case in CASES (add one, so the anchor invariant is tested): {missing}"
+    assert not missing, f"refused calls without a case in CASES (add one, so the anchor invariant is tested): {missing}"
 
 
 # ------------------------------------------------------------------------------------------------ TRL
