@@ -54,10 +54,10 @@ def loss_types_table(loss_types) -> str:
     return "\n".join(rows)
 
 
-def refusals_table(refusals) -> str:
+def refused_settings_table(refused_settings) -> str:
     """docs/swift.md's table of refused settings."""
     rows = ["| swift setting | why it is refused |", "|---|---|"]
-    rows += [f"| `{setting}` | {why} |" for setting, _, why in refusals]
+    rows += [f"| `{setting}` | {why} |" for setting, _, why in refused_settings]
     return "\n".join(rows)
 
 

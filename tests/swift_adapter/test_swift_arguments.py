@@ -1,20 +1,20 @@
 """``verl-hadw-swift rlhf``'s command line before anything loads: every HA-DW / DGPO option is a flag ``--help``
 lists, a typo gets "did you mean" (ours or swift's), values are checked naming the flag, and every swift setting the
-methods cannot honour is refused in one line (``checks.REFUSALS``), as is a DGPO loss type under which
+methods cannot honour is refused in one line (``checks.REFUSED_SETTINGS``), as is a DGPO loss type under which
 valid-token averaging would not be exact."""
 
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from field_checks import check_fields, loss_types_table, refusals_table
+from field_checks import check_fields, loss_types_table, refused_settings_table
 from repo_paths import ROOT
 from swift_runs import toy_arguments
 
 from verl_hadw.core.errors import ConfigError
 from verl_hadw.hf_trainer.option_fields import check_accuracy_index, declared_fields
 from verl_hadw.swift_adapter import checks as swift_checks
-from verl_hadw.swift_adapter.checks import LOSS_TYPES, REFUSALS, check_trainer
+from verl_hadw.swift_adapter.checks import LOSS_TYPES, REFUSED_SETTINGS, check_trainer
 from verl_hadw.swift_adapter.grpo_config import HadwSwiftArguments
 from verl_hadw.swift_adapter.rlhf import help_text, parse
 
@@ -55,7 +55,7 @@ def test_a_wrong_flag_is_refused_naming_it(assets, tmp_path, flags, message, cap
     assert message in text
 
 
-REFUSED = {  # each row of REFUSALS -> a command line that sets it
+REFUSED = {  # each row of REFUSED_SETTINGS -> a command line that sets it
     "--rlhf_type other than grpo": ["--rlhf_type", "dpo"],
     "--advantage_estimator rloo or reinforce_plus_plus": ["--advantage_estimator", "rloo"],
     "--scale_rewards batch": ["--scale_rewards", "batch"],
@@ -71,7 +71,7 @@ REFUSED = {  # each row of REFUSALS -> a command line that sets it
 
 
 def test_every_refusal_has_a_command_line_here():
-    assert set(REFUSED) == {setting for setting, _, _ in REFUSALS}
+    assert set(REFUSED) == {setting for setting, _, _ in REFUSED_SETTINGS}
 
 
 @pytest.mark.parametrize("setting", list(REFUSED))
@@ -119,7 +119,7 @@ def test_a_swift_outside_the_range_is_refused_naming_it(monkeypatch):
 
 def test_the_docs_show_the_tables():
     text = DOCS.read_text()
-    assert refusals_table(REFUSALS) in text and loss_types_table(LOSS_TYPES) in text
+    assert refused_settings_table(REFUSED_SETTINGS) in text and loss_types_table(LOSS_TYPES) in text
 
 
 def test_the_paths_a_swift_user_names_load_from_the_install():

@@ -1,8 +1,5 @@
-"""The HA-DW anchor of one HF-Trainer-based GRPO trainer, identical on every rank, and its checkpoint file.
-
-A generation batch is observed once, at the optimizer step it first trains. ``checkpoint-N/verl_hadw_anchor.json`` is
-verl's file; a resume reads it through the core's resume rules and refuses a checkpoint whose save was cut off.
-"""
+"""The HA-DW anchor of one HF-Trainer-based GRPO trainer, identical on every rank, and its checkpoint file
+``checkpoint-N/verl_hadw_anchor.json`` (verl's format), read on resume through the core's resume rules."""
 
 from __future__ import annotations
 
@@ -43,8 +40,7 @@ TRAINER_STATE = "trainer_state.json"  # transformers' TRAINER_STATE_NAME: the la
 
 
 def trainer_step(folder: str) -> int:
-    """The optimizer step an HF Trainer resumes ``folder`` at (its ``trainer_state.json``); ValueError, saying what is
-    wrong, where the file is missing or cannot be read."""
+    """The optimizer step an HF Trainer resumes ``folder`` at; ValueError saying what is wrong with the folder."""
     path = os.path.join(folder, TRAINER_STATE)
     if not os.path.isdir(folder):  # e.g. swift's last-checkpoint link, its target removed
         target = f"it is a link to {os.readlink(folder)!r}, which" if os.path.islink(folder) else "it"
@@ -66,8 +62,7 @@ def whole_trainer_files(folder: str, step: int) -> bool:
 
 
 def newest_whole_checkpoint(folder: str) -> str | None:
-    """The newest whole ``checkpoint-K`` beside ``folder`` (K below its number, if it has one): the Trainer's files
-    of step K and a valid anchor file."""
+    """The newest whole ``checkpoint-K`` (Trainer files and anchor file) beside ``folder``, K below its number."""
     name = os.path.basename(os.path.realpath(folder))
     number = name[len(PREFIX_CHECKPOINT_DIR) + 1:]
     numbered = name.startswith(f"{PREFIX_CHECKPOINT_DIR}-") and number.isdigit() and os.path.isdir(folder)
@@ -77,8 +72,7 @@ def newest_whole_checkpoint(folder: str) -> str | None:
 
 
 def resumed_step(folder: str, terms: Terms) -> int:
-    """The optimizer step the Trainer resumes ``folder`` at; ``PartialCheckpointError`` naming the newest whole
-    checkpoint where the folder's save was cut off (no ``trainer_state.json``, the Trainer's last file)."""
+    """The optimizer step the Trainer resumes ``folder`` at; ``PartialCheckpointError`` where its save was cut off."""
     try:
         return trainer_step(folder)
     except ValueError as exc:
@@ -103,8 +97,7 @@ def way_back(checkpoint: str, step: int, options: dict, anchor: bool) -> str | N
 
 
 class TrainerAnchor:
-    """One trainer's anchor. ``options``: the run's options as verl's flat keys, recorded in every file and compared
-    on resume; ``terms``: the framework's words."""
+    """One trainer's anchor; ``options`` (verl's flat keys) are recorded in every file and compared on resume."""
 
     def __init__(self, cfg: HadwConfig, options: dict, terms: Terms):
         self.cfg, self.options, self.terms = cfg, options, terms
@@ -173,8 +166,7 @@ class TrainerAnchor:
 
 
 class OptionsRecord:
-    """A run without an anchor (DGPO): each checkpoint records its options (an anchor file with ``state: null``),
-    and a resume checks the checkpoint's."""
+    """A run without an anchor (DGPO): each checkpoint records its options (``state: null``), checked on resume."""
 
     def __init__(self, key: str, options: dict, terms: Terms):
         self.key, self.options, self.terms = key, options, terms

@@ -1,7 +1,5 @@
-"""Checks every HF-Trainer-based adapter runs: the framework's release, and DGPO's valid-token averaging (Eq. 3)
-under its loss type. T_all / T_valid, folded into the advantages, is exact where the loss divides each optimizer
-step's token sum by the loss tokens of the whole generation batch, gathered over processes.
-"""
+"""Checks every HF-Trainer-based adapter runs: the framework's release, and that DGPO's valid-token averaging (Eq. 3)
+is exact under its loss type."""
 
 from __future__ import annotations
 
@@ -47,8 +45,7 @@ class LossTypes:
     flags: bool
 
     def check(self, loss_type: str, steps_per_generation: int | None, gradient_accumulation_steps: int) -> None:
-        """Raise ``ConfigError`` unless DGPO's valid-token averaging is exact under these settings
-        (``steps_per_generation`` None: it defaults to ``gradient_accumulation_steps``)."""
+        """Raise ``ConfigError`` unless DGPO's valid-token averaging is exact under these settings."""
         arg, name = self._arg, self._name
         off = f"or set {arg('dgpo_valid_token_norm', False)} (DGPO without Eq. 3's valid-token averaging)"
         exact = [t for t, (ok, _) in self.table.items() if ok]
@@ -72,8 +69,7 @@ class LossTypes:
                 f"{name('steps_per_generation')} unset (it defaults to {name('gradient_accumulation_steps')}), {off}.")
 
     def check_masks(self, masks: dict[str, tuple[object, str]]) -> None:
-        """Raise ``ConfigError`` for the first of ``masks`` (setting -> (its value, what it drops)), settings that drop
-        loss tokens inside the loss, after the advantages: T_all / T_valid cannot be made exact under them."""
+        """Raise ``ConfigError`` for the first of ``masks`` (setting -> (value, what it drops)): loss-token masks."""
         for setting, (value, drops) in masks.items():
             raise ConfigError(
                 f"{self._arg(setting, value)} {drops}: it drops loss tokens inside the loss, after the advantages, "

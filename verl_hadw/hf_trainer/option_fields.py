@@ -1,8 +1,5 @@
-"""The options as flat fields (``hadw_lambda_scale``, ``dgpo_temperature``, ...), read back through the core's parser.
-
-verl's path ``hadw.anchor.eta`` is the field ``hadw_anchor_eta``. ``OptionFields`` is mixed into TRL's config and
-ms-swift's arguments, which declare the fields; ``hf_terms`` names them in each framework's messages.
-"""
+"""The options as flat fields (verl's ``hadw.anchor.eta`` is ``hadw_anchor_eta``), read back through the core's
+parser: ``OptionFields`` is mixed into TRL's config and ms-swift's arguments; ``hf_terms`` names the fields."""
 
 from __future__ import annotations
 
@@ -32,8 +29,7 @@ def declared_fields() -> dict[str, tuple[str, dataclasses.Field]]:
 
 
 def closest_field(unknown: str, known) -> str | None:
-    """The field a user probably meant: one of ours that ``unknown`` ends (``lambda_scale`` -> ``hadw_lambda_scale``),
-    else the closest of ``known``, else None."""
+    """The field a user probably meant: one of ours that ``unknown`` ends, else the closest of ``known``, else None."""
     ours = [*declared_fields(), *ADAPTER_FIELDS]
     hint = [n for n in ours if n.endswith("_" + unknown)] or difflib.get_close_matches(unknown, sorted(known), n=1)
     return hint[0] if hint else None
@@ -50,8 +46,7 @@ def spelled(flags: bool, name: str, value: Any) -> str:
 
 def hf_terms(framework: str, flags: bool, resume_from: str, new_experiment: str) -> Terms:
     """The core's ``Terms`` for an HF-Trainer-based framework whose users write ``--name value`` (``flags``) or
-    ``name=value``: ``hadw.anchor.eta`` is ``hadw_anchor_eta``, verl's ``norm_adv_by_std_in_grpo`` is ``scale_rewards``.
-    ``resume_from``: how a run resumes from a folder; ``new_experiment``: how it starts anew instead."""
+    ``name=value``; ``resume_from``: how a run resumes from a folder; ``new_experiment``: how it starts anew."""
 
     def key(option: str) -> str:
         if option == "norm_adv_by_std_in_grpo":
@@ -86,14 +81,12 @@ def check_accuracy_index(index: int | None, names: list[str], terms: Terms) -> N
 
 
 class OptionFields:
-    """Reads the options of an object holding the declared fields, ``adv_estimator``, ``accuracy_reward_index`` and
-    ``scale_rewards``; ``terms`` (a class attribute) names them in every message."""
+    """Reads the options of an object holding the declared fields; ``terms`` (a class attribute) names them."""
 
     terms: Terms
 
     def check_adapter_fields(self) -> None:
-        """Check ``adv_estimator``, ``accuracy_reward_index`` and every declared field (the core's parser); read a
-        ``hadw_anchor_init`` given as text as a number where it is one."""
+        """Check ``adv_estimator``, ``accuracy_reward_index`` and every declared field (the core's parser)."""
         key = self.terms.key
         if self.adv_estimator not in ESTIMATORS:
             raise ConfigError(f"{key('adv_estimator')}={self.adv_estimator!r} is not valid; choose one of: hadw, "
@@ -112,27 +105,22 @@ class OptionFields:
         self.hadw_options()
         self.dgpo_options()  # under either estimator: an option is checked at the same moment under every one
 
-    def _values(self, section: str) -> dict[str, Any]:
-        return {path: getattr(self, name) for name, (path, _) in declared_fields().items()
-                if path.startswith(section + ".")}
-
     def _section(self, section: str) -> dict:
-        """{"anchor.eta": 8.0, "lambda_scale": 1.3} -> {"anchor": {"eta": 8.0}, "lambda_scale": 1.3}."""
+        """The section's fields as nested options: {"anchor": {"eta": 8.0}, "lambda_scale": 1.3}."""
         out: dict = {}
-        for path, value in self._values(section).items():
-            *parents, leaf = path.split(".")[1:]
-            node = out
-            for p in parents:
-                node = node.setdefault(p, {})
-            node[leaf] = value
+        for name, (path, _) in declared_fields().items():
+            if path.startswith(section + "."):
+                *parents, leaf = path.split(".")[1:]
+                node = out
+                for p in parents:
+                    node = node.setdefault(p, {})
+                node[leaf] = getattr(self, name)
         return out
 
     def hadw_options(self) -> HadwConfig:
-        """The HA-DW options, parsed by the core's parser."""
         return parse_section("hadw", self._section("hadw"), self.terms.key)
 
     def dgpo_options(self) -> DgpoConfig:
-        """The DGPO options, parsed by the core's parser."""
         return parse_section("dgpo", self._section("dgpo"), self.terms.key)
 
     def norm_by_std(self) -> bool:
@@ -145,9 +133,8 @@ class OptionFields:
         return self.scale_rewards == "group"
 
     def warn_unused_fields(self) -> list[str]:
-        """Warn (``UnusedOptionsWarning``) naming the fields set away from their default that this run never reads
-        (``hadw_*`` under DGPO but ``hadw_state_key`` and ``hadw_log_metrics``, ``dgpo_*`` under HA-DW over GRPO,
-        ``accuracy_reward_index`` where no accuracy is read); returns them."""
+        """Warn (``UnusedOptionsWarning``) naming the fields set away from their default that this run never reads;
+        returns them."""
         hadw, dgpo = self.adv_estimator == "hadw", self.uses_dgpo()
         shared = {"hadw_state_key", "hadw_log_metrics"}
         unused = [name for name, (path, f) in declared_fields().items() if getattr(self, name) != f.default and (
@@ -186,8 +173,7 @@ class OptionFields:
 
     def recorded_options(self, reward_weights: list[float] | None = None,
                          reward_funcs: list[str] | None = None) -> dict[str, Any]:
-        """These options as an anchor file records them (verl's flat keys), with the reward functions' weights and
-        names in order."""
+        """These options as an anchor file records them (verl's flat keys), with the reward functions'."""
         return flat_options(self.hadw_options(), self.dgpo_options(), self.norm_by_std(), self.adv_estimator,
                             accuracy_index=self.accuracy_reward_index, reward_weights=reward_weights,
                             reward_funcs=reward_funcs)

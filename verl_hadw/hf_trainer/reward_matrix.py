@@ -1,8 +1,5 @@
-"""A generation batch's gathered reward matrix -> HA-DW's or DGPO's advantages and metrics (TRL's and swift's step).
-
-The matrix is ``(B, n_funcs)``: one column per reward function, NaN where a function returned None, groups as
-consecutive runs of ``group_size`` rows, equal on every rank.
-"""
+"""A generation batch's gathered reward matrix ``(B, n_funcs)`` -> HA-DW's or DGPO's advantages and metrics (TRL's
+and swift's step); groups are consecutive runs of ``group_size`` rows."""
 
 from __future__ import annotations
 
@@ -30,8 +27,7 @@ VERL_ONLY_METRICS = ("hadw/actor_recoveries",)  # about verl's Ray actor; these 
 
 @dataclass(frozen=True)
 class RewardColumns:
-    """What the columns of the reward matrix are: each function's name, its weight, which one is the accuracy
-    (None: the weighted sum is the score the accuracy is read from)."""
+    """The reward matrix's columns: each function's name, its weight, which one is the accuracy (None: the sum)."""
 
     names: Sequence[str]
     weights: torch.Tensor  # (n_funcs,)
@@ -53,8 +49,7 @@ def check_reward_weights(weights, names: Sequence[str], terms: Terms) -> None:
 
 
 def check_accuracy_weight(weights, names: Sequence[str], index: int | None, terms: Terms) -> None:
-    """Raise ``ConfigError`` when the accuracy is read from a reward function weighed by 0 or less: the function
-    ``index``, or, without one, any function of the weighted sum."""
+    """Raise ``ConfigError`` when the accuracy is read from a reward function weighed by 0 or less."""
     values = _floats(weights)
     bad = [i for i in ([index] if index is not None else range(len(values))) if i < len(values) and values[i] <= 0]
     weights_set, index_key = terms.setting("reward_weights", values), terms.key("accuracy_reward_index")
@@ -74,8 +69,7 @@ def check_accuracy_weight(weights, names: Sequence[str], index: int | None, term
 
 
 def check_reward_values(name: str, values) -> None:
-    """Raise ``RewardValueError`` naming reward function ``name`` when one of its ``values`` (one per completion) is
-    neither a number nor None."""
+    """Raise ``RewardValueError`` naming reward function ``name`` when one of its ``values`` is not a number or None."""
     for i, value in enumerate(values):
         if not (value is None or isinstance(value, numbers.Real) or (isinstance(value, torch.Tensor)
                                                                       and value.numel() == 1)):
@@ -86,14 +80,8 @@ def check_reward_values(name: str, values) -> None:
 
 def scores_of(rewards_per_func: torch.Tensor, columns: RewardColumns,
               terms: Terms) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """The scores and the accuracy column of a reward matrix; one host read when nothing is wrong.
-
-    Args:
-        rewards_per_func: (B, n_funcs) rewards, NaN where a function returned None.
-
-    Returns:
-        (B,) weighted sums of the rewards, and (B,) the accuracy function's column (None: the scores are the accuracy).
-    """
+    """(B,) weighted sums of the rewards ``rewards_per_func`` (B, n_funcs), and (B,) the accuracy function's column
+    (None: the scores are the accuracy); one host read when nothing is wrong."""
     names, index = columns.names, columns.accuracy_index
     check_reward_weights(columns.weights, names, terms)  # a weight, not the function, is to blame then
     scores = (rewards_per_func * columns.weights.to(rewards_per_func.device)).nansum(dim=1)

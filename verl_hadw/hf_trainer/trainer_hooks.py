@@ -1,8 +1,4 @@
-"""``HadwTrainerHooks``: HA-DW and DGPO in an HF-Trainer-based ``GRPOTrainer`` (TRL's, ms-swift's), mixed in before it.
-
-The options are read once (``start_hadw``), the anchor is started in ``train`` and saved into ``checkpoint-N`` before
-the framework's own files, and each generation batch's advantages and metrics come from ``reward_matrix``.
-"""
+"""``HadwTrainerHooks``: HA-DW and DGPO in an HF-Trainer-based ``GRPOTrainer`` (TRL's, ms-swift's), mixed in first."""
 
 from __future__ import annotations
 
@@ -54,8 +50,7 @@ class HadwTrainerHooks:
     """HA-DW's and DGPO's advantages in an HF-Trainer-based ``GRPOTrainer`` (mixed in before it)."""
 
     def start_hadw(self, options: OptionFields) -> None:
-        """Read ``options`` once (called at the end of the trainer's ``__init__``): check the reward functions against
-        them, warn about unused fields, build the anchor (HA-DW) or the options record (DGPO)."""
+        """Read ``options`` once, at the end of the trainer's ``__init__``: check them, build the anchor or record."""
         terms = options.terms
         check_reward_weights(self.reward_weights, self.reward_func_names, terms)
         check_accuracy_index(options.accuracy_reward_index, self.reward_func_names, terms)
@@ -91,8 +86,7 @@ class HadwTrainerHooks:
         return super().train(resume_from_checkpoint, *args, **kwargs)
 
     def _save_checkpoint(self, model, trial, *args, **kwargs):
-        """The framework's save, the anchor file (DGPO: the options record) written into ``checkpoint-N`` first: before
-        the weights, before older checkpoints are removed and before swift's ``last-checkpoint`` link moves."""
+        """The framework's save, the anchor file (DGPO: the options record) written into ``checkpoint-N`` first."""
         if self.args.should_save:
             step = self.state.global_step
             folder = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{step}")
@@ -105,7 +99,6 @@ class HadwTrainerHooks:
         Args:
             rewards_per_func: (B, n_funcs) the framework's gathered rewards, NaN where a function returned None.
             lengths: (B,) each completion's loss tokens (DGPO's Eq. 3).
-            mode: "train" or "eval".
 
         Returns:
             (B,) advantages, and the hadw/* dgpo/* values to log.

@@ -1,7 +1,5 @@
-"""HA-DW and DGPO for ms-swift's GRPO (``pip install "verl-hadw[swift]"``, in ms-swift's own environment):
-``verl-hadw-swift rlhf ... --adv_estimator hadw`` (``cli``), or ``rlhf_main(argv)`` from Python. Never imports TRL's
-adapter (ms-swift 4.x needs ``trl<1.0``). Usage: docs/swift.md.
-"""
+"""HA-DW and DGPO for ms-swift's GRPO (``pip install "verl-hadw[swift]"``): ``verl-hadw-swift rlhf ...
+--adv_estimator hadw`` (``cli``), or ``rlhf_main(argv)``. Never imports TRL's adapter. Usage: docs/swift.md."""
 
 from verl_hadw.core.framework import require
 

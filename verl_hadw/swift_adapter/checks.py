@@ -1,5 +1,4 @@
-"""The ms-swift releases (``verl_hadw.SWIFT_RANGE``) and the swift settings under which HA-DW and DGPO are the
-methods named; any other is refused at start-up, in one line naming the flag (``REFUSALS``: docs/swift.md's table)."""
+"""The ms-swift releases (``verl_hadw.SWIFT_RANGE``) and swift settings under which HA-DW and DGPO are the methods."""
 
 from __future__ import annotations
 
@@ -11,7 +10,8 @@ from verl_hadw.hf_trainer.checks import GLOBAL_TOKENS, SEQUENCE_MEANS, LossTypes
 from verl_hadw.hf_trainer.reward_matrix import check_accuracy_weight, check_reward_weights
 from verl_hadw.swift_adapter.grpo_config import SWIFT, HadwSwiftArguments
 
-__all__ = ["REFUSALS", "LOSS_TYPES", "installed_swift", "check_swift_version", "check_settings", "check_trainer"]
+__all__ = ["REFUSED_SETTINGS", "LOSS_TYPES", "installed_swift", "check_swift_version", "check_settings",
+           "check_trainer"]
 
 # loss_type -> (exact, why), for swift 4.3-4.6's GRPOTrainer loss
 LOSS_TYPES = LossTypes({
@@ -26,7 +26,7 @@ SWIFT_LOSS_TYPES = (*LOSS_TYPES.table, "fipo", "real")  # every loss type of swi
 
 # (swift setting as a user writes it, is it set? (read from swift's parsed RLHFArguments), why it is refused)
 _Check = Callable[[Any], bool]
-REFUSALS: list[tuple[str, _Check, str]] = [
+REFUSED_SETTINGS: list[tuple[str, _Check, str]] = [
     ("--rlhf_type other than grpo", lambda a: a.rlhf_type != "grpo",
      "HA-DW and DGPO replace GRPO's advantage; other rlhf types run under swift rlhf"),
     ("--advantage_estimator rloo or reinforce_plus_plus", lambda a: a.advantage_estimator != "grpo",
@@ -75,9 +75,8 @@ def _loss_type(args) -> str:
 
 
 def check_settings(args, ours: HadwSwiftArguments) -> None:
-    """Raise ``ConfigError`` for a swift setting in ``REFUSALS``, a reward weight, or a loss type under which DGPO's
-    valid-token averaging would not be exact (before a model is loaded)."""
-    for setting, is_set, why in REFUSALS:
+    """Raise ``ConfigError`` for a ``REFUSED_SETTINGS`` setting, a reward weight, or a loss type DGPO cannot follow."""
+    for setting, is_set, why in REFUSED_SETTINGS:
         if is_set(args):
             raise ConfigError(f"{setting} is not supported with --adv_estimator {ours.adv_estimator}: {why}. Leave "
                               "it at swift's default, or run swift rlhf.")
@@ -108,8 +107,7 @@ def _token_masks(args) -> dict[str, tuple[object, str]]:
 
 
 def check_trainer(trainer, ours: HadwSwiftArguments) -> None:
-    """Raise ``ConfigError`` for what swift decides only when it builds the trainer: a sample count that varies per
-    prompt, or a derived ``steps_per_generation`` under which DGPO's valid-token averaging would not be exact."""
+    """Raise ``ConfigError`` for what swift decides only when it builds the trainer (sample counts, batch sizes)."""
     if getattr(trainer, "dynamic_num_samples", False):
         raise ConfigError(
             "this multi-turn run's sample count varies per prompt (swift's dynamic_num_samples), but HA-DW's and "

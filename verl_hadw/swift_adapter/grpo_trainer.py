@@ -1,8 +1,5 @@
-"""``HadwSwiftGRPOTrainer``: ms-swift's ``GRPOTrainer`` training on HA-DW's or DGPO's advantage.
-
-It overrides ``_compute_advantages`` (ms-swift 4.3-4.6), which swift calls on the ``(N_global, n_funcs)`` rewards
-gathered over processes: swift's own runs first for its metrics, then ours replaces its result.
-"""
+"""``HadwSwiftGRPOTrainer``: ms-swift's ``GRPOTrainer`` training on HA-DW's or DGPO's advantage, which replaces
+the result of swift's ``_compute_advantages`` (ms-swift 4.3-4.6)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""``rlhf_main``: swift's ``rlhf`` pipeline with HA-DW's or DGPO's advantages (``cli`` runs it).
-
-The command line is parsed and checked before anything loads (a flag neither we nor swift take is refused with "did
-you mean"); then swift's ``SwiftRLHF`` pipeline runs unchanged, its trainer factory pointed at ``HadwSwiftGRPOTrainer``.
-"""
+"""``rlhf_main``: swift's ``rlhf`` pipeline with HA-DW's or DGPO's advantages (``cli`` runs it), the command line
+checked before anything loads."""
 
 from __future__ import annotations
 
@@ -46,11 +43,7 @@ def _parser() -> HfArgumentParser:
 
 
 def split_arguments(argv: list[str]) -> tuple[HadwSwiftArguments, list[str]]:
-    """Parse our flags out of ``argv`` (no abbreviations).
-
-    Returns:
-        Our options (checked by ``rlhf.parse``), and the arguments left for swift's parser.
-    """
+    """Our options parsed out of ``argv`` (no abbreviations), and the arguments left for swift's parser."""
     ours, rest = _parser().parse_args_into_dataclasses(argv, return_remaining_strings=True)
     value = flag_value(rest, "--advantage_estimator")
     if value in ESTIMATORS:
@@ -67,8 +60,7 @@ def split_arguments(argv: list[str]) -> tuple[HadwSwiftArguments, list[str]]:
 
 
 def refuse_unknown(remaining: list[str], swift_fields: Iterable[str], ignored_by_swift: bool) -> None:
-    """Refuse the arguments swift's parser left (``remaining``) with "did you mean", unless swift was told to ignore
-    them (``--ignore_args_error true``) and none is closer to one of ours."""
+    """Refuse the arguments swift's parser left with "did you mean", unless ``ignored_by_swift`` and none is ours."""
     known = [*swift_fields, *_our_fields()]
     if "--config" in _flags(remaining):
         raise ConfigError("Unknown argument --config: swift takes a config file as the first argument after rlhf. "
@@ -87,11 +79,7 @@ def help_text() -> str:
 
 
 def parse(argv: list[str]):
-    """Parse and check a ``verl-hadw-swift rlhf`` command line (``ConfigError`` naming the flag).
-
-    Returns:
-        swift's ``RLHFArguments`` and our ``HadwSwiftArguments``.
-    """
+    """swift's ``RLHFArguments`` and our ``HadwSwiftArguments`` of a checked ``verl-hadw-swift rlhf`` command line."""
     check_swift_version()
     ours, rest = split_arguments(argv)
     resume = flag_value(rest, "--resume_from_checkpoint")

@@ -10,18 +10,13 @@ if __name__ == "__main__":
     from swift.cli.utils import try_use_single_device_mode
 
     try_use_single_device_mode()
-    from verl_hadw.core.errors import (
-        AnchorSaveError,
-        ConfigError,
-        MissingAnchorStateError,
-        PartialCheckpointError,
-        RewardValueError,
-    )
+    from verl_hadw.core import errors
     from verl_hadw.swift_adapter.rlhf import rlhf_main
 
     try:
         rlhf_main()
-    except (ConfigError, MissingAnchorStateError, AnchorSaveError, PartialCheckpointError, RewardValueError) as exc:
+    except (errors.ConfigError, errors.MissingAnchorStateError, errors.AnchorSaveError, errors.PartialCheckpointError,
+            errors.RewardValueError) as exc:
         # ours, each with its way out: one line
         print(f"verl-hadw-swift rlhf: error: {exc}", file=sys.stderr)
         sys.exit(2)

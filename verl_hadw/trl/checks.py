@@ -1,5 +1,4 @@
-"""The TRL releases (``verl_hadw.TRL_RANGE``) and the TRL settings under which HA-DW and DGPO are the methods named;
-any other is refused at construction, in one line naming the field."""
+"""The TRL releases (``verl_hadw.TRL_RANGE``) and TRL settings under which HA-DW and DGPO are the methods named."""
 
 from __future__ import annotations
 
@@ -42,9 +41,7 @@ def check_trl_version(what: str) -> None:
 
 def check_settings(config) -> None:
     """Raise ``ConfigError`` for a TRL setting of ``config`` (a ``HadwGRPOConfig``) that changes what the method
-    computes: GDPO's aggregation, an unknown ``loss_type``, and, under DGPO's valid-token averaging, a loss type,
-    ``steps_per_generation``, ``top_entropy_quantile`` or (before TRL 1.9.0) ``mask_truncated_completions`` under
-    which it would not be exact."""
+    computes, or under which DGPO's valid-token averaging would not be exact."""
     if config.multi_objective_aggregation != "sum_then_normalize":
         raise ConfigError(
             f"multi_objective_aggregation={config.multi_objective_aggregation!r} normalises each reward function "

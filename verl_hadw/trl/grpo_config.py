@@ -1,8 +1,5 @@
-"""``HadwGRPOConfig``: TRL's ``GRPOConfig`` plus HA-DW's and DGPO's fields.
-
-Each ``hadw_*`` / ``dgpo_*`` field is one option of ``verl_hadw.core.options`` (verl's ``algorithm.hadw.anchor.eta`` is
-``hadw_anchor_eta``), with its default and doc, checked by the core's parser.
-"""
+"""``HadwGRPOConfig``: TRL's ``GRPOConfig`` plus HA-DW's and DGPO's fields, one per option of
+``verl_hadw.core.options`` (verl's ``algorithm.hadw.anchor.eta`` is ``hadw_anchor_eta``)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""``HadwGRPOTrainer``: TRL's ``GRPOTrainer`` training on HA-DW's or DGPO's advantage. As TRL's maintainers advise
-for another estimator, ``_generate_and_score_completions`` returns TRL's output with other ``advantages``, computed from
-the rewards ``_calculate_rewards`` gathered from every process.
-"""
+"""``HadwGRPOTrainer``: TRL's ``GRPOTrainer`` training on HA-DW's or DGPO's advantage, which replaces TRL's
+``advantages`` in ``_generate_and_score_completions`` (as TRL's maintainers advise for another estimator)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
 """HA-DW and DGPO advantage estimators, registered in verl's ``ADV_ESTIMATOR_REGISTRY`` as ``hadw`` and ``dgpo``.
-
-The maths is the core's (``verl_hadw.core.advantages``); equation numbers refer to ``docs/equations.md``.
-"""
+The maths is the core's (``verl_hadw.core.advantages``); equation numbers refer to ``docs/equations.md``."""
 
 from __future__ import annotations
 
@@ -57,20 +55,14 @@ def compute_hadw_outcome_advantage(
     anchor of the model's accuracy (Eqs. 7-17). The anchor is updated once per training step.
 
     Args:
-        token_level_rewards: `(torch.Tensor)`
-            shape is (bs, response_length)
-        response_mask: `(torch.Tensor)`
-            shape is (bs, response_length); all-zero rows are padding (advantage 0)
-        index: `(np.ndarray)`
-            shape is (bs,), the group (uid) of each response
-        config: `(DictConfig)`
-            verl's ``algorithm`` node; options under ``algorithm.hadw`` (``HadwConfig``)
+        token_level_rewards: `(torch.Tensor)` shape is (bs, response_length)
+        response_mask: `(torch.Tensor)` shape is (bs, response_length); all-zero rows are padding (advantage 0)
+        index: `(np.ndarray)` shape is (bs,), the group (uid) of each response
+        config: `(DictConfig)` verl's ``algorithm`` node; options under ``algorithm.hadw`` (``HadwConfig``)
 
     Returns:
-        advantages: `(torch.Tensor)`
-            shape is (bs, response_length)
-        Returns: `(torch.Tensor)`
-            shape is (bs, response_length), equal to the advantages
+        advantages: `(torch.Tensor)` shape is (bs, response_length)
+        Returns: `(torch.Tensor)` shape is (bs, response_length), equal to the advantages
     """
     call_config = read_call(config)
     run = call_config.run
@@ -113,27 +105,18 @@ def compute_dgpo_outcome_advantage(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """
     Compute the DGPO advantage: MAD-normalised group advantages (Eqs. 4-5), difficulty-aware question weights
-    (Eq. 6) and valid-token averaging folded in (Eq. 3).
+    (Eq. 6) and valid-token averaging folded in (Eq. 3; exact for verl's ``token-mean`` loss when one step's batch is
+    one mini-batch, otherwise in expectation).
 
     Args:
-        token_level_rewards: `(torch.Tensor)`
-            shape is (bs, response_length)
-        response_mask: `(torch.Tensor)`
-            shape is (bs, response_length); all-zero rows are padding (advantage 0)
-        index: `(np.ndarray)`
-            shape is (bs,), the group (uid) of each response
-        config: `(DictConfig)`
-            verl's ``algorithm`` node; options under ``algorithm.dgpo`` (``DgpoConfig``)
-
-    Note:
-        The valid-token factor makes verl's ``token-mean`` loss exact when one step's batch is one mini-batch
-        (``ppo_mini_batch_size == train_batch_size``); otherwise it holds in expectation.
+        token_level_rewards: `(torch.Tensor)` shape is (bs, response_length)
+        response_mask: `(torch.Tensor)` shape is (bs, response_length); all-zero rows are padding (advantage 0)
+        index: `(np.ndarray)` shape is (bs,), the group (uid) of each response
+        config: `(DictConfig)` verl's ``algorithm`` node; options under ``algorithm.dgpo`` (``DgpoConfig``)
 
     Returns:
-        advantages: `(torch.Tensor)`
-            shape is (bs, response_length)
-        Returns: `(torch.Tensor)`
-            shape is (bs, response_length), equal to the advantages
+        advantages: `(torch.Tensor)` shape is (bs, response_length)
+        Returns: `(torch.Tensor)` shape is (bs, response_length), equal to the advantages
     """
     call_config = read_call(config)
     run = call_config.run

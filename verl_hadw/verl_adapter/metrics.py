@@ -1,8 +1,5 @@
-"""Per-step hadw/* and dgpo/* metrics, merged into verl's own per-step ``Tracking.log`` call.
-
-verl gives estimators no metrics channel: a hook on ``Tracking.log``, installed by the first hadw/dgpo call or the
-checkpoint callback (never by ``import verl``), adds step N's buffered values to verl's ``log(data, step=N)``.
-"""
+"""Per-step hadw/* and dgpo/* metrics, merged into verl's own per-step ``Tracking.log`` call by a hook that the first
+hadw/dgpo call or the checkpoint callback installs (never ``import verl``)."""
 
 from __future__ import annotations
 

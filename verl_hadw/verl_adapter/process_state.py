@@ -1,8 +1,5 @@
-"""What the plugin keeps per process (anchor clients, buffered metrics, checked configs), and verl's current step.
-
-verl calls the estimators as plain functions, so whatever must outlive a call lives in ``PROCESS``; nothing else in
-the package keeps module-level state.
-"""
+"""What the plugin keeps per process in ``PROCESS`` (anchor clients, buffered metrics, checked configs), and verl's
+current step. verl calls the estimators as plain functions: whatever must outlive a call lives here."""
 
 from __future__ import annotations
 

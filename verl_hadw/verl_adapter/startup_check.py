@@ -27,16 +27,9 @@ def validate_config(config) -> str:
 
 
 def validated_options(config, by_callback: bool = False) -> RunOptions:
-    """Check verl's full ``config`` before training: both option nodes, near-miss sections, refused combinations
-    and a registered estimator. One ``ConfigError`` lists every problem found.
-
-    Args:
-        config: verl's full config (``algorithm``, ``trainer``, ...)
-        by_callback: called by the checkpoint callback, which saves the anchor (no unsaved-anchor warning)
-
-    Returns:
-        the run's parsed ``RunOptions``
-    """
+    """The run's ``RunOptions``, after checking verl's full ``config`` before training: both option nodes, near-miss
+    sections, refused combinations and a registered estimator; one ``ConfigError`` lists every problem found.
+    ``by_callback``: called by the checkpoint callback, which saves the anchor (no unsaved-anchor warning)."""
     from verl.trainer.ppo.core_algos import get_adv_estimator_fn
 
     import verl_hadw.verl_adapter.estimators  # noqa: F401  (registers even where the entry point was disabled)

@@ -1,9 +1,6 @@
-"""The v1 back-end: the anchor in every verl checkpoint folder, ``global_step_N/verl_hadw_anchor.json``; and the
-record of which estimator trained a checkpoint, checked when a run without an anchor (``dgpo``) resumes.
-
-verl's v1 trainer calls ``on_save`` after its tracker file names the new folder; so that a kill in between loses no
-anchor, it is also staged after each step (``after_step``) and restored from there when the folder has none.
-"""
+"""The v1 back-end: the anchor in every verl checkpoint folder, ``global_step_N/verl_hadw_anchor.json``, also staged
+after each step (``after_step``) so that a kill before ``on_save`` loses none; and the record of which estimator
+trained a checkpoint, checked when a run without an anchor (``dgpo``) resumes."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""The driver's client of an HA-DW anchor: one per ``algorithm.hadw.state_key``, kept in ``PROCESS``.
-
-It numbers each call (trainer step, call within the step), sends it to its store (``stores``) and hands the state to
-its persistence back-end. A new run (a new checkpoint callback, a new verl ``fit()``, or a lower trainer step) gets a
-new client, restored from its own back-end, so a fresh run never sees another run's anchor.
-"""
+"""The driver's client of an HA-DW anchor, one per ``algorithm.hadw.state_key``: it numbers each call, sends it to
+its store and hands the state to its persistence back-end. A new run gets a new client, restored from its back-end."""
 
 from __future__ import annotations
 

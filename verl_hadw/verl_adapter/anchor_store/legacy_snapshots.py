@@ -1,9 +1,6 @@
-"""The snapshot back-end, for verl trainers without a checkpoint hook (the legacy trainer, and verl 0.9.0's v1).
-
-Both call the estimator during step N, before ``_save_checkpoint`` writes ``global_step_N/``; the client writes the
-anchor after every observation to ``<default_local_dir>/verl_hadw_anchor/step_N.json``, and a resumed run's first
-call (step N + 1) restores the snapshot of the ``global_step_N`` verl resumed from.
-"""
+"""The snapshot back-end, for verl trainers without a checkpoint hook (the legacy trainer, and verl 0.9.0's v1): the
+anchor is written after every observation to ``<default_local_dir>/verl_hadw_anchor/step_N.json``, and a resumed
+run's first call restores the snapshot of the ``global_step_N`` verl resumed from."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Where an anchor's state lives: in this process (``LocalStore``) or in a named Ray actor (``RayStore``).
-
-Both run the same ``AnchorState``, so their trajectories are identical. The actor is created lazily by the process
-that computes advantages, with ``num_cpus=0``, no detached lifetime, and a name carrying the Ray job id and the
-``state_key``. Ray is imported only when an actor is needed.
-"""
+"""Where an anchor's state lives: in this process (``LocalStore``) or in a named Ray actor (``RayStore``, created
+lazily, ``num_cpus=0``, named after the Ray job id and the ``state_key``). Both run the same ``AnchorState``."""
 
 from __future__ import annotations
 

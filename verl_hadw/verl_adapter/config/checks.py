@@ -1,9 +1,5 @@
-"""Checks of verl's config that the option parser cannot see, run once per configuration before training.
-
-Misspelt or misplaced sections raise ``ConfigError`` with "did you mean" (verl ignores unknown keys); options the
-selected estimator never reads warn; so do an anchor nobody saves and a checkpoint callback verl 0.9.0 ignores.
-Refused combinations: HA-DW with DAPO's dynamic sampling, and verl's ``gdpo`` with ``algorithm.dgpo.*`` set.
-"""
+"""Checks of verl's config that the option parser cannot see, run once per configuration before training:
+misspelt or misplaced sections ("did you mean"), unread options, an unsaved anchor, refused combinations."""
 
 from __future__ import annotations
 

@@ -37,14 +37,8 @@ class RunOptions:
 
 
 def parse_run(algorithm: Mapping | None) -> RunOptions:
-    """Parse ``algorithm.hadw``, ``algorithm.dgpo``, ``norm_adv_by_std_in_grpo`` and ``adv_estimator``.
-
-    Args:
-        algorithm: verl's ``algorithm`` section (a plain dict or a ``DictConfig``; None: every default)
-
-    Returns:
-        the run's ``RunOptions``; a bad option raises ``ConfigError`` naming its key
-    """
+    """The run's ``RunOptions`` from verl's ``algorithm`` section (a dict or a ``DictConfig``; None: every default):
+    ``hadw``, ``dgpo``, ``norm_adv_by_std_in_grpo`` and ``adv_estimator``; ``ConfigError`` naming a bad key."""
     algorithm = {} if algorithm is None else algorithm
     estimator = algorithm.get("adv_estimator", "gae")
     norm_by_std = core_options.plain_value(algorithm.get("norm_adv_by_std_in_grpo", True))
