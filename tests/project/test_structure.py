@@ -99,7 +99,7 @@ def imports_of(module: str) -> list[tuple[str, list[str], int]]:
 GRAPH = {m: imports_of(m) for m in MODULES}
 
 
-def test_every_module_is_in_a_room():
+def test_every_module_is_in_a_package():
     assert len(MODULES) > 40
     for module in MODULES:
         package_of(module)
@@ -250,7 +250,7 @@ def reach(path: Path, seen: set[Path], named: bool) -> set[str]:
     return packages
 
 
-def test_every_test_file_is_in_the_folder_of_a_room():
+def test_every_test_file_is_in_the_folder_of_a_package():
     assert set(TEST_FOLDERS) - {"project", "e2e"} <= set(PACKAGES) and "core" in TEST_FOLDERS
     misplaced = [str(p.relative_to(TESTS)) for p in all_test_files()
                  if not (p.parent.parent == TESTS and p.parent.name in TEST_FOLDERS)
@@ -260,7 +260,7 @@ def test_every_test_file_is_in_the_folder_of_a_room():
     assert sorted({n for n in names if names.count(n) > 1}) == [], "test file names must be unique across tests/"
 
 
-def test_each_test_file_tests_a_room_of_its_folder():
+def test_each_test_file_tests_a_package_of_its_folder():
     """It imports a module of the folder's packages, or names one (a subprocess's code, a script it runs): itself, or
     through the helpers and its folder's test files. The environments' readers only read an environment's output."""
     assert len(all_test_files()) > 80
@@ -282,7 +282,7 @@ def test_the_cores_tests_import_only_the_core():
     assert outside == {}
 
 
-def test_the_machinery_lives_in_tests_machinery():
+def test_the_helpers_live_in_tests_helpers():
     """Outside tests/helpers/ only test files, conftest.py files and tests/README.md; no __init__.py anywhere."""
     files = [p for p in TESTS.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
     assert any(p.parent == HELPERS for p in files) and (TESTS / "README.md").is_file()

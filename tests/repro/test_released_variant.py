@@ -77,6 +77,7 @@ def random_batch(rng, kind: str, n_groups=6, group_size=8):
 
 
 # ------------------------------------------------------------------------------------- the estimator
+@pytest.mark.slow  # every released run, three reward kinds: seconds
 @pytest.mark.parametrize("kind", ["binary", "signed", "continuous"])
 @pytest.mark.parametrize("run", [f"hadw_released_{m}_grpo" for m in MODELS])
 def test_released_runs_compute_the_released_estimator(run, kind):

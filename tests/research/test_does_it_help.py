@@ -85,6 +85,7 @@ def test_an_unknown_block_is_refused_naming_the_known_ones():
         does_it_help.fill("<!-- generated: verdict -->\n<!-- end: verdict -->\n", made_up_tables())
 
 
+@pytest.mark.slow  # the whole study's tables: seconds
 def test_the_committed_page_is_what_its_csvs_give():
     page = PAGE.read_text()
     assert "<!-- generated: design -->" in page

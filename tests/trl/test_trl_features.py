@@ -41,6 +41,7 @@ def train(t):
     return steps, moved
 
 
+@pytest.mark.slow  # a training run per loss type: seconds
 @pytest.mark.parametrize("loss_type", ["dapo", "bnpo", "sapo", "grpo", "dr_grpo"])
 def test_each_loss_type_trains(tmp_path, loss_type):
     """Under HA-DW every loss type trains (DGPO refuses the inexact ones: test_trl_errors.py)."""

@@ -4,6 +4,7 @@ sees each ``hadw_*`` / ``dgpo_*`` field with its type, and flags a wrong one."""
 import subprocess
 import sys
 
+import pytest
 from repo_paths import ROOT
 
 CONFIG = """[mypy]
@@ -20,6 +21,7 @@ def mypy(tmp_path, script: str) -> subprocess.CompletedProcess:
                            str(tmp_path / "cache"), str(tmp_path / "user_script.py")],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
 
+@pytest.mark.slow  # mypy over the user's script and verl_hadw: seconds
 def test_a_users_config_type_checks_and_a_wrong_type_is_flagged(tmp_path):
     good = mypy(tmp_path, 'args = HadwGRPOConfig(output_dir="out", hadw_lambda_scale=1.3, dgpo_temperature=2.0, '
                           'hadw_base="dgpo", hadw_anchor_init=0.3, accuracy_reward_index=0)')
