@@ -1,14 +1,8 @@
 """verl's console log lines, ``step:N - key:value - ...``, as numbers: the one parser of them in the package.
 
-verl's ``console`` logger prints one such line per step (through Ray, prefixed ``(TaskRunner pid=N)``, maybe with
-ANSI colours). Values may be plain numbers or scalar reprs (``np.float64(0.5)``, ``tensor(0.5)``); others are
-skipped. Used by the CPU demo and end-to-end tests (``toy.launch``), ``verl-hadw results`` and the smoke check.
-
-Ray can cut a long line in two: its log monitor forwards what a worker has written so far, and verl's step line
-(several kB with validation metrics) may be half-written at that moment. The rest then comes as a later line with
-the same ``(Actor pid=N)`` prefix, maybe after other actors' lines, e.g. ``... - globa`` then ``l_seqlen/mean:2784.0
-- actor/entropy:3.3 - ...``. Such a piece (no step of its own, only ``key:value`` parts without spaces) is joined
-to its step line, so no metric of the step is lost.
+Reads the ``console`` logger's step lines as Ray forwards them (``(TaskRunner pid=N)`` prefix, ANSI colours), values
+as plain numbers or scalar reprs (``np.float64(0.5)``, ``tensor(0.5)``), and joins back the lines Ray cut in two.
+Used by the CPU demo and end-to-end tests (``toy.launch``), ``verl-hadw results`` and the smoke check.
 """
 
 from __future__ import annotations
@@ -29,7 +23,13 @@ NUMBER = re.compile(
 
 
 def _records(lines: Iterable[str]) -> list[tuple[int, str]]:
-    """(line number, text) of each step line, with the pieces Ray cut off joined back (module docstring)."""
+    """(line number, text) of each step line, with the pieces Ray cut off joined back.
+
+    Ray's log monitor forwards what a worker has written so far, so verl's step line (several kB with validation
+    metrics) can come in two: ``... - globa``, then, maybe after other actors' lines, a line with the same
+    ``(Actor pid=N)`` prefix, ``l_seqlen/mean:2784.0 - actor/entropy:3.3 - ...``. Such a piece (no step of its own,
+    only ``key:value`` parts without spaces) is joined to its step line, so no metric of the step is lost.
+    """
     records: list[list] = []
     open_step: dict[str, int] = {}  # Ray prefix -> index of its latest record, while that is a step line
     for i, line in enumerate(lines):

@@ -1,25 +1,8 @@
-"""Rule-based math reward of the paper reproductions (verl's ``reward.custom_reward_function``).
+"""Rule-based math reward of the paper reproductions (verl's ``reward.custom_reward_function``; docs/reproduce.md).
 
-The configs set ``reward.custom_reward_function.path: pkg://verl_hadw.reward`` and ``name: compute_score``;
-verl's reward managers call :func:`compute_score` with ``data_source``, ``solution_str``, ``ground_truth`` and
-``extra_info``, plus ``reward.custom_reward_function.reward_kwargs`` (``backend``, ``signed``).
-
-Two checkers, both verl's own code:
-
-* ``verl_math``: ``verl.utils.reward_score.math_reward`` — the last ``\\boxed{}`` of the response, compared with
-  the Hendrycks-MATH string normalisation (``\\frac12`` = ``\\frac{1}{2}``, units and ``x =`` stripped). It is
-  what the HA-DW authors' verl fork scored MATH (and AMC-23) with, and it fits answers written in MATH's own
-  LaTeX conventions: MATH train, MATH500, AIME, AMC.
-* ``math_verify``: ``verl.utils.reward_score.math_verify`` — Hugging Face math-verify (symbolic equivalence:
-  ``0.5`` = ``\\frac{1}{2}``, ``1.2\\times10^{-3}`` = ``0.0012``, intervals, sets), run in verl's subprocess pool
-  with a timeout. Better where gold answers are numbers with units or scientific notation (Minerva) or
-  expressions/intervals in another style (OlympiadBench), and it is the DGPO paper's reward and evaluation.
-
-``backend: auto`` (HA-DW) uses ``verl_math`` for MATH-style sources and ``math_verify`` for the rest;
-``backend: math_verify`` (DGPO) uses math-verify everywhere. The result is a dict: ``score`` (0/1, or +1/-1 with
-``signed: true`` for DAPO, whose reward manager then adds the overlong penalty) and ``acc`` (0/1, what verl's
-validation reports as ``val-core/<data_source>/acc/mean@N``). MATH500 rows also carry ``acc_level<k>`` and
-``acc_easy|mid|hard`` (HA-DW's split: level 1 / levels 2-3 / levels 4-5) so verl logs accuracy by level.
+The configs name ``pkg://verl_hadw.reward`` / ``compute_score``, with ``reward_kwargs``: ``backend`` (``auto``:
+verl's MATH checker for MATH-style sources, math-verify for the rest; or ``verl_math`` / ``math_verify``) and
+``signed`` (+1/-1 for DAPO). Returns ``score`` and ``acc``, and on MATH500 the accuracy by level.
 """
 
 from __future__ import annotations
@@ -29,7 +12,8 @@ from typing import Any
 __all__ = ["BACKENDS", "VERL_MATH_SOURCES", "backend_for", "compute_score", "level_band"]
 
 BACKENDS = ("auto", "verl_math", "math_verify")
-# Sources whose gold answers follow MATH's LaTeX conventions: verl's MATH checker fits them.
+# Sources whose gold answers follow MATH's LaTeX conventions: verl's MATH checker fits them (and the HA-DW authors'
+# verl fork scored MATH and AMC-23 with it); math-verify is better elsewhere (docs/reproduce.md, "Reward").
 VERL_MATH_SOURCES = frozenset({"math_train", "math500", "aime24", "aime25", "amc23"})
 LEVEL_SOURCES = frozenset({"math500"})
 

@@ -1,21 +1,8 @@
 """Which verl is installed, whether the plugin supports it (``VERL_RANGE``), and what that version offers.
 
-verl-hadw supports verl ``VERL_RANGE`` (``verl_hadw/__init__.py``, the one place of the bounds; setup.py reads it):
-
-- **0.9.1 and later 0.9.x**: verl's checkpoint hook (``trainer.checkpoint_callback_class``, verl PR #7513) exists.
-  ``HadwCheckpointCallback`` checks the config before any worker starts and writes the anchor into every
-  ``global_step_N`` folder (``checkpoint_files``).
-- **0.9.0**: the same v1 trainer, ``verl.plugins`` entry point, ``register_adv_est`` and ``SkipManager``, but no
-  checkpoint hook. The anchor is saved by per-step snapshots under the v1 trainer as under the legacy one
-  (``legacy_snapshots``), and the checks run at the first estimator call (``config_check.options_for_call``).
-- **Anything else** (0.8.0: no entry-point loading, no v1 trainer, no ``SkipManager``; 0.10: not read) is refused:
-  importing ``verl_hadw.verl_adapter`` (every verl module of the plugin, the entry point included) raises
-  ``UnsupportedVerlError`` naming the installed version and the range.
-
-The version is read without importing verl (``import verl`` loads its plugins, this one among them): from the file
-verl itself reads ``verl.__version__`` from (``verl/version/version``), else from the installed distribution's
-metadata. Pure Python, no verl, torch or Ray import, and outside ``verl_hadw.verl_adapter`` (which refuses an
-unsupported verl when imported), so ``verl-hadw doctor`` can read it whatever verl is installed.
+0.9.1 and later 0.9.x have verl's checkpoint hook (``HadwCheckpointCallback``); 0.9.0 has not (the anchor is saved by
+per-step snapshots; docs/using-with-verl.md); any other verl is refused (``UnsupportedVerlError``). Pure Python and
+no verl import (``import verl`` loads its plugins), so ``verl-hadw doctor`` works whatever verl is installed.
 """
 
 from __future__ import annotations
@@ -52,7 +39,7 @@ def installed_verl() -> str | None:
         spec = None
     if spec is None:
         return None
-    for folder in spec.submodule_search_locations or ():
+    for folder in spec.submodule_search_locations or ():  # the file verl reads its own __version__ from
         path = os.path.join(folder, "version", "version")
         if os.path.isfile(path):
             with open(path) as f:

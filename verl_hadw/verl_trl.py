@@ -1,11 +1,8 @@
 """Can verl 0.9 train beside the installed TRL? (Both in one environment: the ``[trl]`` extra beside verl.)
 
-verl 0.9's FSDP workers (0.9.0 and 0.9.1) call ``apply_monkey_patch``, which imports TRL's
-``AutoModelForCausalLMWithValueHead`` whenever TRL is installed (to patch its ``state_dict``). TRL 1.x removed that
-class, so in an environment with TRL 1.x every verl actor fails at start-up with ``ImportError: cannot import name
-'AutoModelForCausalLMWithValueHead'``. ``verl_hadw.cpu`` works around it for CPU runs (``cpu/patches.py``);
-``verl-hadw doctor`` warns about it elsewhere.
-Pure Python: nothing is imported until a function is called.
+verl 0.9's FSDP workers import TRL's ``AutoModelForCausalLMWithValueHead`` whenever TRL is installed; TRL 1.x
+removed it, so there every verl actor fails at start-up (docs/trl.md). ``verl_hadw.cpu`` works around it for CPU
+runs (``cpu/patches.py``), ``verl-hadw doctor`` warns elsewhere. Nothing is imported until a function is called.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """The kinds of value a ``verl-hadw`` argument takes, checked before a subcommand starts any work.
 
-Every argument that takes a value declares its kind through a ``type=`` helper below (or argparse ``choices``):
-the helper checks the spelling while argparse parses (a number, a suffix, a suite name), and its ``check`` looks at
-the world right after parsing and before the subcommand runs (the file exists and is text, the output directory can
-be created, the run is in the catalogue). A refusal is one line, ``verl-hadw <cmd>: error: argument <arg>:
-<problem>``, exit status 2, in argparse's own style; ``tests/cli/test_cli_arguments.py`` feeds every argument of every
-subcommand the wrong inputs of its kind, read off these declarations.
+Each argument declares its kind through a ``type=`` helper below (or argparse ``choices``): the helper checks the
+spelling while argparse parses, its ``check`` the world after parsing (the file exists, the directory can be made).
+A refusal is one line, ``verl-hadw <cmd>: error: argument <arg>: <problem>``, exit status 2.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """``verl-hadw demo``: synthetic batches through verl's own ``compute_advantage`` and ``Tracking`` logger, no model.
 
-Each step draws G rollouts for B prompts of graded difficulty from a policy whose skill rises, builds a
-verl ``DataProto`` (uids, token rewards, response masks, one padding row as verl's balancer adds), runs
-``verl.trainer.ppo.ray_trainer.compute_advantage`` with the chosen estimator, and logs through a console
-``verl.utils.tracking.Tracking`` exactly as the trainer does, so the hadw/* and dgpo/* metrics appear in
-verl's own log line. The real-trainer demo is
-``scripts/demo_cpu.sh``.
+Each step builds a verl ``DataProto`` of G rollouts for B prompts from a policy whose skill rises, runs verl's
+``compute_advantage`` with the chosen estimator and logs through verl's console ``Tracking``, so the hadw/* and
+dgpo/* metrics appear in verl's own log line. The real-trainer demo is ``scripts/demo_cpu.sh`` (docs/demo.md).
 """
 
 from __future__ import annotations
@@ -20,7 +17,8 @@ from verl_hadw.cli.arguments import Number, count
 
 
 def synthetic_batch(rng: np.random.Generator, step: int, prompts: int = 32, group: int = 8, length: int = 16):
-    """A verl DataProto for one step: binary rewards, variable response lengths, one padding row."""
+    """A verl DataProto for one step: binary rewards, variable response lengths, one padding row (as verl's
+    balancer adds)."""
     from verl import DataProto
 
     difficulty = np.linspace(-2.0, 3.0, prompts)  # graded: many hard prompts, a few easy ones

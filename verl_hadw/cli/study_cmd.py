@@ -1,9 +1,8 @@
 """``verl-hadw study``: the CPU study of grpo / hadw / dgpo / hadw over dgpo / grpo at HA-DW's step size.
 
-``--trainer verl`` (the default): each run is verl's unmodified ``main_ppo`` on the CPU toy
-(``verl_hadw.research.study``). ``--trainer trl``: each run is TRL's trainer in a process of its own, over seeds and
-two learning rates (``verl_hadw.research.trl_study``, the design on ``docs/does-it-help.md``). Either way finished
-runs are skipped, so an interrupted study resumes by running the same command again.
+``--trainer verl`` (default): each run is verl's unmodified ``main_ppo`` on the CPU toy (``verl_hadw.research.study``);
+``--trainer trl``: TRL's trainer, a process per run (``verl_hadw.research.trl_study``, docs/does-it-help.md).
+Finished runs are skipped, so an interrupted study resumes by running the same command again.
 """
 
 from __future__ import annotations

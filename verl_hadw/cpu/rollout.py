@@ -1,22 +1,8 @@
-"""``hfcpu``: a CPU rollout for verl's server-based rollout path, generating with ``transformers``.
+"""``hfcpu``: a CPU rollout for verl's server-based rollout path, generating with ``transformers`` (docs/cpu.md).
 
-verl 0.9.1 registers only vLLM, SGLang and TRT-LLM servers. This module plugs three small classes into
-the same interfaces those use:
-
-- ``HFCPUServer``: a Ray actor holding a copy of the policy; ``generate`` returns verl's ``TokenOutput``
-  (token ids and, on request, their log-probs); ``load_weights`` takes the actor's new weights.
-- ``HFCPUServerAdapter`` (``BaseRollout``): lives in the hybrid actor worker; verl's ``naive`` checkpoint
-  engine calls its ``update_weights`` after each policy update, and it pushes the weights to the server.
-- ``HFCPUReplica`` (``RolloutReplica``): starts the server actor.
-
-Sampling is reproducible and independent of the order requests arrive in. A request for prompt p at
-weight version t is the k-th one for (p, slot) since the last weight update, where slot is verl's
-deterministic request id ``det-<batch row>`` when it sends one (``rollout.full_determinism=true`` with the
-legacy trainer) and empty otherwise; it samples with a generator seeded by (p, slot, k, t). Only the
-*assignment* of the draws of one prompt to its ``rollout.n`` copies depends on arrival order, so the
-multiset of responses a step generates for a prompt is fixed; the v1 trainer's row order is made
-canonical by ``sampler.CanonicalReplayBuffer``, and the legacy trainer's rows carry distinct ``det-<row>``
-slots. A resumed run therefore generates what an uninterrupted run generates at the same step.
+verl 0.9.1 registers only vLLM, SGLang and TRT-LLM servers; this plugs in behind the same interfaces: ``HFCPUServer``
+(a Ray actor holding the policy; ``generate`` returns verl's ``TokenOutput``), ``HFCPUServerAdapter`` (the
+``BaseRollout`` that verl's ``naive`` checkpoint engine updates) and ``HFCPUReplica`` (the ``RolloutReplica``).
 """
 
 from __future__ import annotations
@@ -49,7 +35,14 @@ def server_name(replica_rank: int) -> str:
 
 
 class SampleSeeds:
-    """The sampling seed of each request: (prompt, slot, k, weight version), see the module docstring."""
+    """The sampling seed of each request, so that what a step samples does not depend on the order requests arrive.
+
+    A request for prompt p at weight version t is the k-th for (p, slot) since the last weight update; slot is verl's
+    request id ``det-<batch row>`` when it sends one (``rollout.full_determinism=true``, legacy trainer), else empty.
+    Seeding by (p, slot, k, t) leaves arrival order to decide only which of a prompt's ``rollout.n`` copies gets which
+    draw; the v1 trainer's rows are then put in order by ``sampler.CanonicalReplayBuffer``, so a resumed run
+    generates what an uninterrupted one does at the same step (docs/cpu.md, "Deterministic runs").
+    """
 
     def __init__(self):
         self.seen: Counter = Counter()  # requests per (prompt, slot) since the last weight update

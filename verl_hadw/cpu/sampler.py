@@ -1,30 +1,8 @@
-"""A replay buffer for verl's v1 trainer that hands the trainer each batch in a canonical row order.
+"""A replay buffer for verl's v1 sync trainer that hands it each batch in a canonical row order (docs/cpu.md).
 
-verl 0.9.1's v1 trainer builds a step's batch from the trajectories in TransferQueue in the order they
-*finished* (its ``ReplayBuffer._materialize_batch`` walks TransferQueue's key listing). Rollouts finish in
-an order set by asyncio and Ray scheduling, so the same trajectories reach the actor in a different row
-order on every run. The update sums over rows in float, so two runs with the same seed drift apart in the
-last bits from step 1 and, once a sampling draw lands on the other side of a threshold, in the rewards too.
-
-``CanonicalReplayBuffer`` is verl's sync ``ReplayBuffer`` with one change (an override of verl 0.9.1's
-``ReplayBuffer._materialize_batch``; ``verl_hadw.cpu`` refuses other verl versions): the selected trajectories are
-sorted by content — groups (``uid``) by their prompt token ids and then their sorted responses, rows within
-a group by response token ids. Rows that tie are identical in every field the update reads, so the batch
-is the same tensor on every run. Plugged in through verl's own extension point (``configs/cpu/demo.yaml``):
-
-    trainer.v1.sampler.custom_sampler.path=pkg://verl_hadw.cpu.sampler
-    trainer.v1.sampler.custom_sampler.name=CanonicalReplayBuffer
-
-It also polls TransferQueue more often. verl's buffer looks for finished groups every ``poll_interval`` = 2 s, a
-wait sized for GPU batches; the CPU demo's 32 responses finish in about 1.4 s, so every step waited for the
-2 s tick. The interval is a constructor argument that verl does not expose in its config, so this
-buffer reads it from the custom sampler's ``sampler_kwargs`` (``trainer.v1.sampler.sampler_kwargs.poll_interval``,
-seconds; default verl's 2.0). The batch does not depend on it: the sync trainer requests exactly one batch of
-prompts and samples once all of them have finished.
-
-It is for the sync trainer (``trainer.v1.trainer_mode=sync``, the default) and refuses the async modes.
-verl passes a custom sampler only its base arguments, so DAPO group filtering (``algorithm.filter_groups``)
-and ``sync_refill_failed_groups`` are not available with it; the CPU demo uses neither.
+verl 0.9.1 builds a step's batch in the order the rollouts *finished*, which changes from run to run and, through
+float sums over rows, makes two runs with the same seed drift apart. Plug it in through verl's custom sampler
+(``trainer.v1.sampler.custom_sampler.path=pkg://verl_hadw.cpu.sampler``, ``name=CanonicalReplayBuffer``).
 """
 
 from __future__ import annotations
@@ -62,7 +40,11 @@ def _rows(values) -> list[tuple]:
 
 
 class CanonicalReplayBuffer(ReplayBuffer):
-    """verl's sync ``ReplayBuffer``, returning each batch sorted by content (see the module docstring)."""
+    """verl's sync ``ReplayBuffer``, returning each batch sorted by content (:func:`canonical_order`).
+
+    Sync trainer only (``trainer.v1.trainer_mode=sync``). verl passes a custom sampler only its base arguments, so
+    DAPO's group filtering (``algorithm.filter_groups``) and ``sync_refill_failed_groups`` are not available with it.
+    """
 
     def __init__(self, trainer_mode: str, *args, **kwargs):
         if trainer_mode != "sync":
@@ -76,10 +58,15 @@ class CanonicalReplayBuffer(ReplayBuffer):
         if set(options) - {"poll_interval"}:
             raise ValueError(f"{key}: unknown keys {sorted(set(options) - {'poll_interval'})}; "
                              "CanonicalReplayBuffer takes only poll_interval (seconds, > 0)")
+        # verl's buffer polls TransferQueue every 2 s, a wait sized for GPU batches (the CPU demo's rollouts finish in
+        # about 1.4 s; docs/demo.md), and exposes no config key for it. The batch does not depend on it: the sync
+        # trainer requests one batch of prompts and samples once all of them have finished.
         self.poll_interval = float(options.get("poll_interval", self.poll_interval))
         if not self.poll_interval > 0:
             raise ValueError(f"{key}.poll_interval must be > 0 seconds, got {self.poll_interval}")
 
+    # verl 0.9.1's ``_materialize_batch`` lists the trajectories in the order they finished; ``verl_hadw.cpu``
+    # refuses other verl versions. Rows that tie in the sort are identical in every field the update reads.
     def _materialize_batch(self, partition_id, selected_prompt_uids, partition_snapshot) -> KVBatchMeta:
         batch = super()._materialize_batch(partition_id, selected_prompt_uids, partition_snapshot)
         if len(batch) < 2:

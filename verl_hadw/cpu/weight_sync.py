@@ -1,12 +1,8 @@
 """``hfcpu_ray``: a checkpoint-engine backend that moves the actor's weights to standalone CPU rollouts.
 
-verl's ``separate_async`` trainer runs rollout replicas in their own resource pool and syncs them through a
-checkpoint engine; it refuses ``naive`` (which only reaches replicas living in the actor's own process) and
-verl 0.9.1 ships only GPU transports (NCCL, NIXL, HCCL, Mooncake). This backend, registered through verl's
-own ``CheckpointEngineRegistry``, sends the full state dict through one named Ray actor (the mailbox):
-the actor's rank 0 ``put``s version ``global_steps``; each rollout worker ``get``s that version and hands
-it to its ``hfcpu`` server adapter. Select it with
-``actor_rollout_ref.rollout.checkpoint_engine.backend=hfcpu_ray`` (``verl_hadw.toy.modes`` does).
+For verl's ``separate_async`` trainer, which refuses ``naive`` and ships only GPU transports (docs/cpu.md): the actor's
+rank 0 ``put``s the state dict of version ``global_steps`` into one named Ray actor, each rollout worker ``get``s it.
+Select it with ``actor_rollout_ref.rollout.checkpoint_engine.backend=hfcpu_ray`` (``verl_hadw.toy.modes`` does).
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """Where the paper-reproduction configs live and how a run composes, exactly as verl's ``main_ppo`` would.
 
-The YAMLs live in the checkout's ``configs/`` and ship as the data package ``verl_hadw_configs`` (setup.py), so
-:func:`config_dir` finds them in editable and regular installs. A run's file is
-``<paper>/experiments/<run>.yaml`` beside the bases it composes from (``<paper>/base.yaml``, ``model/``,
-``method/``); the run name is the file name. Every run composes over verl's own ``ppo_trainer``
-(``hydra.searchpath: [pkg://verl.trainer.config]`` in each run file) and is launched with::
-
-    python -m verl.trainer.main_ppo --config-path=$(verl-hadw configs) --config-name=<paper>/experiments/<run>
+A run is ``configs/<paper>/experiments/<run>.yaml`` (shipped as the data package ``verl_hadw_configs``), composed
+over verl's own ``ppo_trainer`` and launched with
+``python -m verl.trainer.main_ppo --config-path=$(verl-hadw configs) --config-name=<paper>/experiments/<run>``.
 """
 
 from __future__ import annotations

@@ -1,23 +1,8 @@
 """What a launch plan costs, from the composed configs: ``verl-hadw configs --plan PAPER --costs``.
 
-Per run (and summed over the plan): training steps as verl counts them, generated samples for training and for
-validation, checkpoint disk and a rough GPU-time figure. Everything but the GPU time follows from the config:
-
-* steps: ``trainer.total_training_steps``, else ``total_epochs x (training rows // train_batch_size)`` (verl's
-  ``steps_per_epoch``; the dataloader drops the last partial batch); an evaluation pass (``val_only``) has none;
-* training samples: ``train_batch_size x rollout.n`` per step;
-* validation samples: per pass, each val file's ``__rollout_n__`` x its rows (read from the file name
-  ``<benchmark>.<tag>.parquet`` and the catalogue's benchmark sizes); passes: the pre-training validation, then
-  every ``test_freq`` steps and the last step (verl's ``fit``); a resume used to add one pass each;
-* checkpoint disk: verl's FSDP checkpoint holds fp32 weights (4 B/param) and AdamW's two fp32 moments (8 B/param),
-  12 B/param; ``max_actor_ckpt_to_keep`` of them exist while training; after DONE the launcher keeps
-  ``VERL_HADW_KEEP``: ``final`` = the last step's weights (4 B/param), ``all`` = verl's kept checkpoints, ``N`` =
-  the newest N checkpoints.
-
-GPU time (an order of magnitude, stated assumptions, see :data:`ASSUMPTIONS`): FLOPs / (A100 bf16 peak x MFU):
-generation 2·P FLOPs per token at 15 % MFU (vLLM decoding), the update 10·P per token (forward + backward
-with activation recomputation, 8·P, and the old-log-prob forward, 2·P) at 35 %; a sample is 150 prompt tokens
-plus a quarter of ``max_response_length``. The before/after ratios do not depend on these constants much.
+Per run and summed over the plan: training steps as verl counts them, generated samples for training and
+validation, checkpoint disk, and a rough GPU time (an order of magnitude, under the stated :data:`ASSUMPTIONS`).
+All but the GPU time follow from the config (docs/reproduce.md).
 """
 
 from __future__ import annotations
@@ -32,8 +17,9 @@ from verl_hadw.repro.catalogue import DATASETS, MODEL_PARAMS, TRAIN_SET, EvalSet
 __all__ = ["RunCost", "run_cost", "plan_costs", "render", "parse_keep", "ASSUMPTIONS"]
 
 PEAK_FLOPS = 312e12  # A100 bf16 dense
+# MFU of vLLM decoding and of the FSDP update; the before/after ratios hardly depend on these constants
 GEN_MFU, TRAIN_MFU = 0.15, 0.35
-PROMPT_TOKENS, RESPONSE_FRACTION = 150, 0.25
+PROMPT_TOKENS, RESPONSE_FRACTION = 150, 0.25  # a sample: 150 prompt tokens plus a quarter of max_response_length
 FULL_CKPT_BYTES, WEIGHTS_BYTES = 12, 4  # per parameter: fp32 weights + AdamW moments / fp32 weights
 ASSUMPTIONS = (f"GPU-h: A100 {PEAK_FLOPS / 1e12:.0f} TFLOP/s, generation 2P FLOPs/token at {GEN_MFU:.0%} MFU, "
                f"update 10P FLOPs/token at {TRAIN_MFU:.0%}, {PROMPT_TOKENS} prompt tokens + "
@@ -112,9 +98,11 @@ def run_cost(cfg, action: str, run: str, keep: str | int = "final") -> RunCost:
     elif trainer.total_training_steps is not None:
         steps = int(trainer.total_training_steps)
     else:
+        # verl's steps_per_epoch: the dataloader drops the last partial batch
         steps = int(trainer.total_epochs) * (DATASETS[TRAIN_SET].expected_rows // int(data.train_batch_size))
     train_samples = steps * int(data.train_batch_size) * int(rollout.n)
     before = 1 if trainer.get("val_before_train", True) else 0
+    # verl's fit: the pre-training validation, then every test_freq steps and at the last step
     passes = before if val_only else before + _count(steps, int(trainer.test_freq))
     per_pass, greedy = val_pass_samples(data.val_files)
     params = model_params(cfg.actor_rollout_ref.model.path)
@@ -132,6 +120,8 @@ def run_cost(cfg, action: str, run: str, keep: str | int = "final") -> RunCost:
         tokens = PROMPT_TOKENS + RESPONSE_FRACTION * int(data.max_response_length)
         actor = cfg.actor_rollout_ref.actor
         ref = 2 if (actor.get("use_kl_loss") or cfg.algorithm.get("use_kl_in_reward")) else 0
+        # FLOPs per token: 8P per PPO epoch (forward + backward with activation recomputation), 2P for the
+        # old-log-prob forward (and 2P for the reference's); generation 2P
         update = (8 * int(actor.get("ppo_epochs", 1)) + 2 + ref) * params * tokens * train_samples
         generated = 2 * params * tokens * (train_samples + (passes * per_pass if per_pass else 0))
         hours = (generated / (PEAK_FLOPS * GEN_MFU) + update / (PEAK_FLOPS * TRAIN_MFU)) / 3600

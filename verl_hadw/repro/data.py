@@ -1,23 +1,8 @@
-"""``verl-hadw data``: MATH train and the evaluation sets -> verl parquet files, offline-first.
+"""``verl-hadw data``: MATH train and the evaluation sets -> verl parquet files, offline-first (docs/reproduce.md).
 
-For each dataset the source is, in this order: a local file or directory given with ``--source NAME=PATH``
-(parquet, jsonl, json, csv, a ``datasets.save_to_disk`` directory, or a directory of such files); otherwise the
-Hugging Face dataset (``datasets.load_dataset``; honours ``HF_HUB_OFFLINE=1`` and the cache); otherwise the
-command stops with one message per missing dataset that says what to do.
-
-Output, per paper (the configs read ``${paths.data}/<paper>/<name>.parquet``)::
-
-    <out>/<paper>/math_train.parquet
-    <out>/<paper>/<benchmark>.<tag>.parquet     one per setting of the paper's evaluation protocols:
-        hadw: math500.{greedy,avg4} aime25.avg16 amc23.{avg16,greedy} minerva.{greedy,avg4} olympiadbench.avg4
-        dgpo: aime24.avg32 aime25.avg32 amc23.avg32 math500.avg4 minerva.avg4 olympiadbench.avg4
-
-Rows follow verl's RL dataset format: ``data_source`` (the benchmark id: reward checker, metric names),
-``prompt`` (chat messages with the paper's template), ``ability``, ``reward_model: {style: rule, ground_truth}``,
-``extra_info`` (split, index, id, level, subject, question) and, in evaluation files only, two per-prompt columns
-verl 0.9.1 reads in validation: ``__rollout_n__`` (1 for ``greedy``, k for ``avg<k>``) and ``agent_name`` (verl's
-``single_turn_agent`` at ``rollout.val_kwargs``, or ``greedy_single_turn_agent`` at temperature 0), so greedy and
-sampled benchmarks share one pass. Training files carry neither (verl would prefer them to the training settings).
+Each dataset comes from ``--source NAME=PATH`` (a local file or directory) if given, else from the Hugging Face Hub
+(``datasets.load_dataset``; honours ``HF_HUB_OFFLINE=1`` and the cache), else the command says what to do. Writes
+``<out>/<paper>/math_train.parquet`` and one ``<benchmark>.<tag>.parquet`` per evaluation setting, in verl's format.
 """
 
 from __future__ import annotations
@@ -80,7 +65,7 @@ def build_rows(name: str, records: list[dict], paper: str, setting: EvalSetting 
                 "question": fields["question"],
             },
         }
-        if setting is not None:
+        if setting is not None:  # never on training rows: verl would prefer them to the training settings
             row["__rollout_n__"] = setting.samples
             row["agent_name"] = setting.agent
         rows.append(row)

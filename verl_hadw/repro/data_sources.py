@@ -1,9 +1,8 @@
 """Where a dataset's records come from, offline-first: a local file or folder, else the Hugging Face Hub.
 
-A local source (``--source NAME=PATH``) is a parquet, jsonl, json or csv file (each also ``.gz``), a
-``datasets.save_to_disk`` directory, a downloaded Hub folder (the files its dataset card names) or a directory of
-such files. Without one, ``datasets.load_dataset`` (honours ``HF_HUB_OFFLINE=1`` and the cache); failing that, an
-error that says what to do (:func:`offline_help`). Used by ``repro.data``.
+A local source (``--source NAME=PATH``) is a parquet, jsonl, json or csv file (each also ``.gz``), a ``save_to_disk``
+directory, a downloaded Hub folder or a directory of such files. Else ``datasets.load_dataset`` (honours
+``HF_HUB_OFFLINE=1`` and the cache); failing that, an error that says what to do (:func:`offline_help`).
 """
 
 from __future__ import annotations

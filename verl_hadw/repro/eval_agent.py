@@ -1,15 +1,8 @@
 """Greedy and sampled benchmarks in one verl validation pass: a per-prompt greedy agent loop.
 
-verl 0.9.1 decodes a validation pass with one set of sampling parameters, ``rollout.val_kwargs`` (temperature,
-top-p, top-k; ``do_sample`` is not read by the agent-loop rollout), but it picks the agent loop and the sample
-count per prompt from the dataset row (``agent_name``, ``__rollout_n__``). ``greedy_single_turn_agent`` is verl's
-``single_turn_agent`` with temperature 0 / top-p 1 / top-k -1, so evaluation rows that name it are decoded
-greedily while the others sample at ``val_kwargs`` (docs/reproduce.md, "Evaluation protocol", cites the verl
-lines). Training rows carry no ``agent_name`` and keep verl's default loop.
-
-Registration: verl looks agent loops up in a per-process registry filled by ``@register``; the HA-DW configs list
-this module in ``actor_rollout_ref.model.external_lib``, which verl imports wherever it builds the model config,
-including every agent-loop worker before its first rollout.
+verl 0.9.1 decodes a validation pass with one ``rollout.val_kwargs`` but picks the agent loop per dataset row
+(``agent_name``): rows naming ``greedy_single_turn_agent`` are decoded at temperature 0, the others sample at
+``val_kwargs``. The HA-DW configs load it through ``actor_rollout_ref.model.external_lib`` (docs/reproduce.md).
 """
 
 from __future__ import annotations
@@ -29,6 +22,8 @@ def greedy(sampling_params: dict[str, Any]) -> dict[str, Any]:
     return {**sampling_params, "temperature": 0, "top_p": 1.0, "top_k": -1}
 
 
+# verl's agent-loop registry is per process; ``external_lib`` is imported wherever verl builds the model config,
+# every agent-loop worker included, before its first rollout
 @register(GREEDY_AGENT)
 class GreedySingleTurnAgentLoop(SingleTurnAgentLoop):
     """verl's single-turn loop, decoding greedily whatever the pass's sampling parameters are."""

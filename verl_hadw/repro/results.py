@@ -1,18 +1,8 @@
 """``verl-hadw results <run dirs...>``: verl's validation metrics -> the papers' tables, side by side, and a plot.
 
-A run directory is what the launchers create (``<paths.output>/<project>/<experiment>``), but any directory
-works: it is searched recursively for verl's three log formats, merged by step (later entries win):
-
-* tensorboard event files (``trainer.logger`` ``tensorboard``; ``TENSORBOARD_DIR``),
-* verl's ``file`` logger jsonl (``{"step": N, "data": {...}}`` per line; ``VERL_FILE_LOGGER_PATH``),
-* console logs (``step:N - key:value - ...`` lines, e.g. ``logs/*.log`` written by scripts/train.sh).
-
-The accuracy of a benchmark is verl's ``val-core/<data_source>/acc/mean@N`` (the mean over prompts of the
-per-prompt mean over N samples: avg@N); MATH500 by level comes from ``val-aux/math500/acc_level<k>/mean@N`` and
-``acc_easy|mid|hard`` (logged by ``verl_hadw.reward``). A run's reported numbers are its last validation step
-(``--step`` picks another); when ``<run>/eval/`` holds logs (``scripts/train.sh <run> --eval``, DGPO's final
-evaluation) those win over the in-training validation. The run is identified by the directory name (verl's
-``trainer.experiment_name``) and matched to the paper rows of ``verl_hadw.repro.catalogue.TABLES``.
+Each run directory is searched for verl's tensorboard events, ``file`` logger jsonl and console logs, merged by step.
+A benchmark's score is ``val-core/<data_source>/acc/mean@N`` at the last validation (``--step`` picks another); logs
+under ``<run>/eval/`` win over the in-training validation. Runs are matched to the papers' rows by directory name.
 """
 
 from __future__ import annotations
@@ -44,6 +34,8 @@ __all__ = [
     "ResultsError",
 ]
 
+# val-core/<data_source>/acc/mean@N: the mean over prompts of the per-prompt mean over N samples (avg@N); MATH500's
+# levels come as val-aux/math500/acc_level<k>/mean@N and acc_easy|mid|hard (logged by verl_hadw.reward)
 VAL_RE = re.compile(r"^val-(?:core|aux)/(?P<ds>[^/]+)/(?P<var>[^/]+)/mean@(?P<n>\d+)$")
 LEVEL_COLUMNS = (
     "acc_easy",
@@ -163,7 +155,7 @@ def read_run(path: str | Path, step: int | None = None) -> RunResult:
     path = Path(path).expanduser().resolve()
     if not path.is_dir():
         raise ResultsError(f"{path} is not a directory")
-    eval_dir = path / "eval"
+    eval_dir = path / "eval"  # scripts/train.sh <run> --eval (DGPO's final evaluation) wins over training's validation
     training = load_scalars(path, exclude=eval_dir if eval_dir.is_dir() else None)
     evaluation = load_scalars(eval_dir) if eval_dir.is_dir() else training.iloc[0:0]
     train_val = _validation(training)

@@ -1,16 +1,8 @@
 """What scripts/train.sh decides around a verl run: the overrides of a resume, and checkpoint retention after DONE.
 
-* Resume. verl validates before training (``trainer.val_before_train``) on every start, resumes included: one
-  full validation pass per requeue that repeats a logged step. verl saves a checkpoint *before* validating the
-  same step (``trainer/ppo/v1/trainer_base.py`` ``fit``: save, then test), so a job killed in between would lose
-  that step's validation: the pre-training validation is skipped only when the checkpoint's step needed none or
-  its ``val-core`` metrics are already in the run's logs.
-* Retention (``VERL_HADW_KEEP``): ``final`` (default) keeps the newest ``global_step_*`` without its optimizer
-  state (``optim_world_size_*``: 8 of the 12 bytes per parameter); ``all`` leaves verl's checkpoints as they are;
-  ``N`` keeps the newest N checkpoints whole. Applied after the run's DONE marker (a resume needs the state);
-  before a resume only the checkpoints the resume supersedes go (verl 0.9.1 never deletes a previous attempt's).
-
-``python -m verl_hadw.repro.train_job prune CHECKPOINT_DIR --keep final|all|N [--resume]`` (what train.sh runs).
+Resume: skip verl's pre-training validation when the resumed step needs none or has it logged already. Retention
+(``VERL_HADW_KEEP``: ``final``, ``all`` or ``N``; docs/reproduce.md) applies after the run's DONE marker.
+``python -m verl_hadw.repro.train_job prune CHECKPOINT_DIR --keep final|all|N [--resume]`` is what train.sh runs.
 """
 
 from __future__ import annotations
@@ -63,6 +55,9 @@ def _validated_steps(run_dir: Path) -> set[int]:
 def resume_overrides(cfg, total_steps: int | None = None) -> list[str]:
     """Overrides for this start of the run (``cfg``: composed): ``trainer.val_before_train=false`` on a resume
     whose checkpoint step needs no validation or has its validation logged; nothing otherwise."""
+    # verl validates before training on every start, so each requeue would repeat a logged step's validation; but
+    # verl saves a step's checkpoint before validating it (v1 ``trainer_base.py`` ``fit``), so a job killed in between
+    # has that step's validation still to do (docs/reproduce.md, "No repeated validation")
     trainer = cfg.trainer
     if trainer.get("val_only", False) or not trainer.get("val_before_train", True):
         return []

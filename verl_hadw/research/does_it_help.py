@@ -1,22 +1,8 @@
 """The generated tables of ``docs/does-it-help.md``, from the TRL study's committed CSVs (``docs/study/trl/``).
 
-The page holds each table between two markers::
-
-    <!-- generated: NAME -->
-    ...
-    <!-- end: NAME -->
-
-``fill(page, tables)`` rewrites every such block from the tables; ``python -m verl_hadw.research.does_it_help`` does
-it in place (``docs/study/trl`` -> ``docs/does-it-help.md``), and ``tests/research/test_does_it_help.py`` fails when
-the committed page is not what its CSVs give. The blocks (``BLOCKS``):
-
-- ``design``: the study's design, read from ``TrlStudyPlan``'s defaults (fixed before the runs);
-- ``runs``: the finished runs per learning rate and method;
-- ``accuracy``: each method's held-out accuracy at the last step per tier, and its AUC, mean over seeds ± 95 %;
-- ``primary``, ``auc``, ``per_tier``: the comparisons paired by seed (``trl_study_stats.comparisons_table``) with raw
-  and Holm-corrected p, one table per family (the two per-tier families side by side);
-- ``mechanism``: each tier's share of the advantage mass Σ|A| per method, and the hard tiers' share against GRPO's;
-- ``phi``: the mean Φ the ``hadw`` runs measured (``grpo_lr_phi``'s learning-rate factor).
+``fill(page, tables)`` rewrites each block between ``<!-- generated: NAME -->`` and ``<!-- end: NAME -->`` (a name
+of ``BLOCKS``); ``python -m verl_hadw.research.does_it_help`` does it in place, and
+``tests/research/test_does_it_help.py`` fails when the committed page is not what its CSVs give.
 """
 
 from __future__ import annotations
@@ -248,6 +234,10 @@ def phi(tables) -> str:
 
 
 COMPARED = {"primary", "auc", "per_tier"}  # the blocks that read the comparisons
+# design: TrlStudyPlan's defaults (fixed before the runs); runs: the finished runs per lr and method; accuracy: held-out
+# accuracy at the last step per tier, and AUC, mean over seeds ± 95 %; primary, auc, per_tier: the comparisons paired
+# by seed with raw and Holm-corrected p, one table per family; mechanism: each tier's share of the advantage mass Σ|A|,
+# and the hard tiers' share against GRPO's; phi: the mean Φ of the hadw runs (grpo_lr_phi's learning-rate factor)
 BLOCKS = {"design": design, "runs": runs, "accuracy": accuracy, "primary": primary, "auc": auc,
           "per_tier": per_tier, "mechanism": mechanism, "phi": phi}
 

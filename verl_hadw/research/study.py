@@ -1,21 +1,8 @@
 """The CPU study: GRPO, HA-DW, DGPO, HA-DW over DGPO and a step-size control through verl's own ``main_ppo``.
 
-Every run is the CPU demo's command (``verl_hadw.toy.launch``: ``configs/cpu/demo.yaml`` on the toy task) with
-the method's overrides, the study's own batch and learning rate (``StudyPlan.prompts`` and ``lr``: 16 prompts a
-step at 5e-3; the demo trains 8 at 1e-2), a ``data.seed`` and verl's own validation every ``test_freq`` steps
-on held-out prompts of the four tiers (``verl_hadw.toy.task``; one verl ``data_source`` per tier, so verl logs
-``val-core/toy_<tier>/acc/mean@N``, the accuracy of N sampled answers per prompt, averaged over the tier).
-
-The methods (``METHODS``): ``grpo``, ``hadw``, ``dgpo``, ``hadw_dgpo`` (``+algorithm.hadw.base=dgpo``) and
-``grpo_lr_phi``: GRPO with the actor learning rate multiplied by the mean ``hadw/phi_mean`` that the ``hadw``
-runs measured (over their steps and seeds), which asks whether HA-DW's effect is only a larger step. So the
-``hadw`` runs go first and ``grpo_lr_phi`` last.
-
-Resumable: each run lives in ``<out>/runs/<method>/seed<k>/`` (verl's log, ``metrics.json`` with every step's
-stable metrics, ``overrides.json``) and is skipped once its ``DONE`` marker exists. ``write_outputs`` gathers
-the finished runs into ``val_accuracy.csv`` (``method, seed, step, tier, val_accuracy``; tier ``all`` is the mean
-of the four), ``train.csv`` (per step: training reward and HA-DW's Φ), ``summary.md`` (t-intervals over seeds and
-paired-by-seed tests) and ``curves.png`` (mean ± 95 % t-interval per tier).
+Every run is the CPU demo's command (``verl_hadw.toy.launch``) with the method's overrides, the study's batch and
+learning rate, a ``data.seed`` and verl's validation per tier of the toy task (design and results: docs/study.md).
+Resumable: a run lives in ``<out>/runs/<method>/seed<k>/`` and is skipped once its ``DONE`` marker exists.
 """
 
 from __future__ import annotations
@@ -58,6 +45,7 @@ METHODS = {  # name -> Hydra overrides on configs/cpu/demo.yaml (grpo_lr_phi's l
     "grpo": ["algorithm.adv_estimator=grpo"],
     "dgpo": ["algorithm.adv_estimator=dgpo"],
     "hadw_dgpo": ["algorithm.adv_estimator=hadw", "+algorithm.hadw.base=dgpo"],
+    # GRPO at the actor lr times the mean hadw/phi_mean of the hadw runs: is HA-DW's effect only a larger step?
     "grpo_lr_phi": ["algorithm.adv_estimator=grpo"],
 }
 GRPO_LR_PHI_NEEDS_HADW = "method grpo_lr_phi needs method hadw in the same study (its Φ sets the learning rate)"

@@ -1,9 +1,8 @@
-"""The CPU study's statistics: its finished runs' validation logs -> tables, t-intervals over seeds, paired tests,
-the summary and the curves (used by ``research.study``, which re-exports them).
+"""The CPU study's statistics: validation logs -> tables, t-intervals over seeds, paired tests, summary, curves.
 
 A run's score on a tier is its ``final`` validation accuracy or its ``auc`` (the mean over the validations after
 step 0); methods are compared paired by seed (``comparisons``: each against GRPO, HA-DW against its step-size
-control, HA-DW over DGPO against DGPO).
+control, HA-DW over DGPO against DGPO). Used by ``research.study``, which re-exports them.
 """
 
 from __future__ import annotations

@@ -1,16 +1,8 @@
 """Bias theory of group-relative advantages (HA-DW paper §2.2, §4, App. D) and DGPO's update magnitudes.
 
-Equation, lemma, theorem and table numbers refer to the equation sheet ``docs/equations.md`` (HA-DW "Setting"
-and "Bias theory"; DGPO Theorems 1-2). Notation: a prompt with success probability p, G binary rollouts,
-R = Σ_i r_i correct, group baseline p̂ = R/G, non-degenerate event S = {1 ≤ R ≤ G-1} (Eq. 6), empirical
-advantage Â = r - p̂ and true advantage A = r - p, so Â < A  ⟺  p̂ > p (the baseline over-shoots: the
-advantage is under-estimated).
-
-Every function is vectorised over ``p`` (numpy broadcasting over the outcome count k = 0..G); integrals
-over p are exact piecewise Gauss-Legendre quadratures (the integrands are smooth between the jump points
-p = k/G). Only numpy/scipy are imported at module load; matplotlib (Agg) and the package's estimator code
-are imported by the functions that need them. Lemma 1 / Theorem 3 (the λ range) are in
-``lambda_range``; the plots and the ``verl-hadw theory`` report in ``theory_report``.
+Numbering and notation (p, G, R, p̂ = R/G, S = {1 ≤ R ≤ G-1}, Â = r - p̂, A = r - p) are ``docs/equations.md``'s.
+Every function is vectorised over ``p``; integrals over p are exact piecewise Gauss-Legendre quadratures.
+Lemma 1 / Theorem 3 (the λ range) are in ``lambda_range``; the plots and ``verl-hadw theory`` in ``theory_report``.
 """
 
 from __future__ import annotations
@@ -19,6 +11,8 @@ import math
 
 import numpy as np
 from scipy import integrate, stats
+
+# only numpy and scipy at import: matplotlib (Agg) and the package's estimators are imported by the functions using them
 
 __all__ = [
     "PAPER_TABLE4",

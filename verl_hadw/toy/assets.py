@@ -1,8 +1,7 @@
 """Build the CPU demo's assets locally: tokenizer, tiny random model and verl parquet (about 1 MB, seconds).
 
-``python -m verl_hadw.toy.assets OUT_DIR`` writes ``OUT_DIR/model`` (a ``save_pretrained`` Qwen2 causal LM
-with its tokenizer), ``OUT_DIR/data/{train,test}.parquet`` and ``OUT_DIR/task.py`` (the reward function verl
-loads by path).
+``python -m verl_hadw.toy.assets OUT_DIR`` writes ``OUT_DIR/model`` (a ``save_pretrained`` Qwen2 causal LM with its
+tokenizer), ``OUT_DIR/data/{train,test}.parquet`` and ``OUT_DIR/task.py`` (the reward function verl loads by path).
 Deterministic for a seed; nothing is downloaded.
 """
 

@@ -1,16 +1,7 @@
 """What the CPU demo adds when the user picks one of verl's v1 trainer modes (``trainer.v1.trainer_mode=...``).
 
-``configs/cpu/demo.yaml`` is written for the ``sync`` trainer. The async modes need more, and a user who only
-types the mode should get a run:
-
-- both async modes: verl's own async replay buffer (the demo's ``CanonicalReplayBuffer`` fixes the *sync*
-  trainer's row order and refuses the async modes, whose batches depend on rollout timing anyway);
-- ``separate_async``: verl asserts ``train_batch_size == parameter_sync_step * ppo_mini_batch_size``, a
-  rollout pool of its own (``rollout.nnodes``, ``rollout.n_gpus_per_node`` > 0, so one more logical Ray GPU)
-  and a checkpoint engine other than ``naive`` (the CPU one is ``verl_hadw.cpu.weight_sync``). The demo uses
-  ``parameter_sync_step=2``, so every training step calls the estimator twice (two mini-batches), and
-  micro-batch sizes that divide a mini-batch's responses (verl asserts that too).
-
+``configs/cpu/demo.yaml`` is written for the ``sync`` trainer; the async modes need verl's own async replay buffer,
+and ``separate_async`` also mini-batches, a rollout pool and the ``hfcpu_ray`` checkpoint engine (docs/cpu.md).
 The additions go *before* the user's overrides, so anything the user sets explicitly wins.
 """
 
@@ -60,15 +51,19 @@ def mode_overrides(overrides: list[str], config_dir: str, config_name: str = "de
     mode = requested_mode(overrides)
     if mode == "sync":
         return []
+    # verl's own async replay buffer: CanonicalReplayBuffer fixes the sync trainer's row order and refuses the async
+    # modes, whose batches depend on rollout timing anyway
     extra = ["trainer.v1.sampler.custom_sampler.path=null", "trainer.v1.sampler.custom_sampler.name=null"]
     if mode == "colocate_async":
         return extra
     config = _composed(config_dir, config_name, overrides)
     batch = int(config.data.train_batch_size)
+    # separate_async: verl asserts train_batch_size == parameter_sync_step * ppo_mini_batch_size, wants a rollout pool
+    # of its own (one more logical Ray GPU) and a checkpoint engine other than naive (ours: verl_hadw.cpu.weight_sync)
     steps = SEPARATE_SYNC_STEPS if batch % SEPARATE_SYNC_STEPS == 0 else 1
     gpus = int(config.trainer.n_gpus_per_node) * int(config.trainer.nnodes) + 1
     rows = batch // steps * int(config.actor_rollout_ref.rollout.n)  # responses per mini-batch (one estimator call)
-    micro = [  # verl splits each mini-batch into micro-batches of exactly this many rows
+    micro = [  # verl splits each mini-batch into micro-batches of exactly this many rows (and asserts they divide it)
         f"{key}={math.gcd(int(OmegaConf.select(config, key)), rows)}"
         for key in MICRO_BATCH_KEYS
         if OmegaConf.select(config, key) is not None and rows % int(OmegaConf.select(config, key))

@@ -1,19 +1,8 @@
-"""The toy task: "answer with one character from a given set", four difficulty tiers, binary reward.
+"""The toy task: "answer with one character from a given set", four difficulty tiers, binary reward (docs/demo.md).
 
-A prompt such as ``#17 pick a vowel`` is solved by a response whose first non-blank character is in the
-named set. The tiers are graded by the set's size k against the tiny model's 48 tokens (a near-uniform
-random policy is right with probability about k / 48):
-
-- ``easy``: a letter (k = 26, ~54 %),
-- ``medium``: a digit (k = 10, ~21 %),
-- ``hard``: a vowel (k = 5, ~10 %),
-- ``hardest``: a digit from a range of 2 or 3 (k = 2-3, ~5 %).
-
-Rows cycle through the tiers, so a split holds them in equal shares and the mean reward starts near 0.22.
-Answering vowels whatever the prompt already earns 0.5, which a 60k-parameter model finds in a few dozen
-GRPO steps; more than 0.5 takes reading the prompt. Each tier is its own verl ``data_source``
-(``toy_<tier>``), so verl's validation logs one ``val-core/toy_<tier>/acc/mean@N`` per tier. This file
-must stay dependency-free: verl loads ``compute_score`` by file path.
+A prompt such as ``#17 pick a vowel`` is solved by a response whose first non-blank character is in the named set.
+Each tier is its own verl ``data_source`` (``toy_<tier>``), so verl's validation logs accuracy per tier.
+This file must stay dependency-free: verl loads ``compute_score`` by file path.
 """
 
 from __future__ import annotations
@@ -21,7 +10,11 @@ from __future__ import annotations
 import random
 import string
 
-TIERS = ("easy", "medium", "hard", "hardest")  # graded by the share of tokens that answer them
+# Graded by the size k of the answer set against the tiny model's 48 tokens (a near-uniform random policy is right
+# with probability about k / 48): easy a letter (k = 26, ~54 %), medium a digit (10, ~21 %), hard a vowel (5, ~10 %),
+# hardest a digit from a range of 2 or 3 (~5 %). In equal shares the mean reward starts near 0.22; answering vowels
+# whatever the prompt earns 0.5, which a 60k-parameter model finds in a few dozen GRPO steps.
+TIERS = ("easy", "medium", "hard", "hardest")
 FAMILIES = {"easy": ("letter", string.ascii_lowercase), "medium": ("digit", string.digits), "hard": ("vowel", "aeiou")}
 
 

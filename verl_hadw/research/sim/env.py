@@ -1,33 +1,8 @@
-"""The synthetic RLVR environment: a prompt population, a logit policy, verl-shaped rollout batches, and the
-policy-gradient step.
+"""The simulator's synthetic RLVR environment: prompts, a logit policy, verl-shaped rollout batches, the PG loss.
 
-Model. Prompt i has a latent initial logit z0_i ~ N(difficulty_mean, difficulty_std²) (the default
-N(-1, 2²) gives a U-shaped initial accuracy spread with mean ≈ 0.35: many near-unsolvable prompts, a few
-easy ones, as a base model on MATH). The policy solves prompt i with probability
-
-    p_i = σ(s + u_i),   u_i ← z0_i, s ← 0 at the start,
-
-with a per-prompt logit u_i (what the model learns about that prompt) and a shared skill s (what
-transfers to every prompt, including held-out prompts that are never trained on: p = σ(s + z0)).
-
-Rollouts. Each step draws ``batch_prompts`` prompts without replacement and G binary rewards per prompt;
-responses get random lengths in [min_response_length, response_length] and the reward sits on the last
-response token (verl's ``token_level_rewards``). Rows are shuffled (verl's ``_balance_batch`` reorders
-the batch) and padded with verl's synthetic padding rows (one uid ``pad<hex>``, all-zero
-``response_mask`` and rewards) up to a multiple of ``pad_divisor``. Each prompt gets a uuid4-style uid.
-
-Update. The per-token policy-gradient loss is verl's: -A_{t} · log π_t aggregated by verl's
-``agg_loss(..., "token-mean")`` (on-policy, ratio = 1, where the clipped PPO loss has exactly this
-gradient). A response's log-probability log π(r | p_i) (log p_i if correct, log(1 - p_i) if not) is spread
-evenly over its tokens, so a response contributes A·∂log π/∂z = A·(r - p_i) whatever its length, divided
-by the batch's token count as verl does (this is what DGPO's valid-token factor corrects). The loss is
-multiplied by the constant batch_prompts·L̄ (L̄ the mean response length), so ``lr_prompt`` is the logit
-step of a visited prompt per unit of (1/G)·Σ_j A_j (r_j - p_i) and ``lr_skill`` the shared step per unit
-of that quantity's batch mean. With the default plain SGD an advantage scaled by λ moves the policy λ
-times as far (the step-size effect the λ controls separate from re-direction). ``optimizer="rms"`` divides
-each block's gradient (u, s) by the running RMS of its norm (bias-corrected EMA, β = ``rms_beta``), like
-AdamW without momentum and with one second moment per block: a constant factor on every advantage then
-cancels, but the relative weighting of prompts within a step does not.
+Prompt i has a latent logit z0_i ~ N(difficulty_mean, difficulty_std²); the policy solves it with p_i = σ(s + u_i),
+a per-prompt logit u_i (from z0_i) and a shared skill s (from 0), which alone reaches the held-out prompts.
+The model, the batches and the optimisers: docs/analysis.md, "Simulator".
 """
 
 from __future__ import annotations
@@ -88,7 +63,12 @@ class Policy:
             }
 
     def step(self, loss: torch.Tensor, lr_prompt: float, lr_skill_per_prompt: float, cfg: SimConfig) -> None:
-        """One optimiser step on ``loss``: SGD, or the block-RMS-normalised step (``cfg.optimizer``)."""
+        """One optimiser step on ``loss``: SGD, or the block-RMS-normalised step (``cfg.optimizer``).
+
+        ``rms`` divides each block's gradient (u, s) by the running RMS of its norm (bias-corrected EMA, β =
+        ``rms_beta``): AdamW without momentum, one second moment per block. A constant factor on every advantage then
+        cancels; the relative weighting of prompts within a step does not.
+        """
         self.u.grad = self.s.grad = None
         loss.backward()
         g_u, g_s = self.u.grad, self.s.grad
@@ -163,7 +143,14 @@ def to_dataproto(rollout: Rollout):
 
 
 def policy_loss(policy: Policy, rollout: Rollout, advantages: torch.Tensor, scale: float) -> torch.Tensor:
-    """verl's token-mean policy-gradient loss at ratio 1, times ``scale``.
+    """verl's token-mean policy-gradient loss at ratio 1 (where the clipped PPO loss has the same gradient), times
+    ``scale``.
+
+    A response's log π (log p_i if correct, log(1 - p_i) if not) is spread evenly over its tokens, so it adds
+    A·(r - p_i) to the logit's gradient whatever its length, divided by the batch's token count as verl does (what
+    DGPO's valid-token factor corrects). With the runner's ``scale`` = batch_prompts·L̄ (L̄ the mean response length),
+    ``lr_prompt`` is the logit step of a visited prompt per unit of (1/G)·Σ_j A_j (r_j - p_i) and ``lr_skill`` the
+    shared step per unit of its batch mean; under SGD an advantage scaled by λ moves the policy λ times as far.
 
     Args:
         advantages: (N, L) from ``compute_advantage`` (0 on padding rows)

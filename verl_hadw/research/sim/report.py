@@ -1,13 +1,8 @@
 """Aggregate simulator runs over seeds, write CSV / Markdown / PNG, and the ``verl-hadw simulate`` command.
 
-Spread is always across seeds: ``mean ± sd`` (sample sd, n-1) of the per-seed values. Comparisons with
-GRPO are *paired*: for each seed the method's value minus GRPO's (same prompt population, same prompt draws
-and uniforms), then mean ± sd of those differences and the number of seeds where the method is ahead.
-
-Outputs in ``--out``: ``steps.csv`` (every step of every run), ``curves.csv`` (per method and step: mean and
-sd over seeds), ``summary.csv`` (one row per method), ``comparisons.csv`` (``KEY_COMPARISONS``: the paper's
-comparisons and the controls as paired differences), ``summary.md`` (both tables), and ``curves.png``,
-``lambda.png``, ``anchor.png``, ``summary.png``.
+Spread is across seeds (``mean ± sd``, sample sd); comparisons with GRPO are paired by seed (same prompts, draws and
+uniforms): mean ± sd of the per-seed differences and the number of seeds where the method is ahead. The files are
+listed at :func:`write_outputs`.
 """
 
 from __future__ import annotations
@@ -297,7 +292,10 @@ def plot_summary(rows, path: Path, title: str, reference: str = "grpo") -> Path 
 
 
 def write_outputs(records, methods, cfg, out_dir, plots: bool = True) -> tuple[list[dict], list[Path]]:
-    """Write the CSV, Markdown and PNG files; returns (summary rows, written paths)."""
+    """Write into ``out_dir``: ``steps.csv`` (every step of every run), ``curves.csv`` (per method and step: mean and
+    sd over seeds), ``summary.csv`` (one row per method), ``comparisons.csv`` (``KEY_COMPARISONS``: the paper's
+    comparisons and the controls as paired differences), ``summary.md`` (both tables), and ``curves.png``,
+    ``lambda.png``, ``anchor.png``, ``summary.png``; returns (summary rows, written paths)."""
     from verl_hadw.research.sim.runner import RECORD_FIELDS
 
     out = Path(out_dir)

@@ -1,12 +1,8 @@
 """Run (method × seed) simulations through verl's ``compute_advantage`` and collect per-step records.
 
-One run, step t = 1..T: sample a rollout (``env.sample_rollout``), build the verl ``DataProto``, set verl's
-step (``SkipManager.set_step(t)``, as the trainer does), call
-``verl.trainer.ppo.ray_trainer.compute_advantage(data, method.estimator, config=OmegaConf.create(...))``,
-read the step's hadw/* and dgpo/* metrics (``verl_hadw.verl_adapter.metrics.pop(t)``), and take one optimiser step on
-verl's token-mean policy-gradient loss. Runs are independent (own ``state_key``, own random streams) and
-deterministic for a seed; common random numbers: for a given seed every method sees the same prompt
-population and, at each step, the same prompt draw and uniforms (only the policy differs).
+Each step does what verl's trainer does: sample a rollout, build the ``DataProto``, ``SkipManager.set_step(t)``,
+``compute_advantage``, read the step's hadw/* and dgpo/* metrics; then one optimiser step on verl's token-mean loss.
+Runs are independent and deterministic for a seed; all methods see the same prompts and draws (paired by seed).
 """
 
 from __future__ import annotations
@@ -109,7 +105,7 @@ def run_one(
     config = OmegaConf.create(method.algorithm(key))
     population = Population.make(cfg, seed)
     policy = Policy(population)
-    scale = cfg.batch_prompts * cfg.mean_length
+    scale = cfg.batch_prompts * cfg.mean_length  # makes lr_prompt a per-prompt logit step (env.policy_loss)
     lr_prompt = cfg.lr_prompt * method.lr_mult
     lr_skill = cfg.lr_skill * method.lr_mult / cfg.batch_prompts
     nan = float("nan")
