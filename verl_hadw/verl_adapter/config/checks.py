@@ -130,9 +130,9 @@ def warn_unused_options(algorithm: Any) -> list[str]:
     unused = unused_options(algorithm)
     if unused:
         estimator = algorithm.get("adv_estimator", "gae")
-        it = "it" if len(unused) == 1 else "them"
-        warnings.warn(f"{', '.join(unused)} set but algorithm.adv_estimator={estimator} does not read {it}: no "
-                      f"effect. Remove {it}, or select the estimator that reads {it}.", UnusedOptionsWarning,
+        it, is_ = ("it", "is") if len(unused) == 1 else ("them", "are")
+        warnings.warn(f"{', '.join(unused)} {is_} set but algorithm.adv_estimator={estimator} does not read {it}: "
+                      f"no effect. Remove {it}, or select the estimator that reads {it}.", UnusedOptionsWarning,
                       stacklevel=2)
     return unused
 
