@@ -62,11 +62,8 @@ def refused_settings_table(refused_settings) -> str:
 
 
 def options_class(terms, name: str = "Options") -> type:
-    """A stand-in for an adapter's config: the declared fields and the adapter's own two, read by ``OptionFields``."""
+    """A stand-in for an adapter's config: ``OptionFields``' fields, named in ``terms``, with ``scale_rewards``."""
     from verl_hadw.hf_trainer.option_fields import OptionFields
 
-    declared = [(n, expected_type(f), dataclasses.field(default=f.default)) for n, (_, f) in declared_fields().items()]
-    own = [("adv_estimator", str, dataclasses.field(default="hadw")),
-           ("accuracy_reward_index", Optional[int], dataclasses.field(default=None))]
-    return dataclasses.make_dataclass(name, [*own, *declared], bases=(OptionFields,),
+    return dataclasses.make_dataclass(name, [], bases=(OptionFields,),
                                       namespace={"terms": terms, "scale_rewards": "group"})
