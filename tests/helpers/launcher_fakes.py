@@ -44,14 +44,13 @@ case " ${args[*]} " in
       kill -USR1 "$batch"
       sleep 0.5
     fi
-    if [[ -n ${FAKE_EXEC_MAIN:-} ]]; then exec "${args[@]}" --cfg job --resolve; fi
     exit "${FAKE_MAIN_STATUS:-0}" ;;
 esac
 """
 
 
 # the job's interpreter: its ray module records `start` / `status`; main_ppo run directly (train.sh without a
-# launch prefix) is recorded and not run unless FAKE_EXEC_MAIN; everything else is the real Python
+# launch prefix) is recorded and not run; everything else is the real Python
 PYTHON = r"""#!/usr/bin/env bash
 if [[ "$1 $2" == "-m ray.scripts.scripts" ]]; then
   shift 2
@@ -70,7 +69,7 @@ if [[ "$1 $2" == "-m ray.scripts.scripts" ]]; then
   fi
   exit 0
 fi
-if [[ "$1 $2" == "-m verl.trainer.main_ppo" && -z ${FAKE_EXEC_MAIN:-} ]]; then
+if [[ "$1 $2" == "-m verl.trainer.main_ppo" ]]; then
   echo "main_ppo ${*:3}" >>"$FAKE_LOG"
   exit "${FAKE_MAIN_STATUS:-0}"
 fi

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from launcher_fakes import ROOT, checkpoint, fake_cluster
 
+from verl_hadw.repro.compose import compose_run
+
 pytestmark = [pytest.mark.slow, pytest.mark.beside]  # fake-cluster shells: tens of seconds
 
 
@@ -34,10 +36,8 @@ def _expected_cluster_calls(py: str, nodes: int) -> list[str]:
 def test_sbatch_starts_ray_on_every_node_then_trains_on_the_head(fake, nodes):
     """1 node: a Ray head only; 2 nodes: head + one worker; main_ppo on the head with trainer.nnodes = nodes.
     Ray is the job interpreter's (the fixture fails on a `ray` from PATH) and each Ray step asks for the node's
-    CPUs and GPUs. With two nodes the fake srun really runs verl's main_ppo (Hydra `--cfg job`)."""
+    CPUs and GPUs. With two nodes, the recorded command line's overrides compose with Hydra, as main_ppo's would."""
     extra = {"SLURM_JOB_NODELIST": f"node[1-{nodes}]", "FAKE_NODES": " ".join(f"node{i}" for i in range(1, nodes + 1))}
-    if nodes == 2:
-        extra["FAKE_EXEC_MAIN"] = "1"
     proc = fake("bash", str(ROOT / "scripts/slurm/train.sbatch"), "hadw_t1_qwen3_4b_grpo_hadw",
                 "trainer.total_epochs=1", extra_env=extra)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -63,11 +63,11 @@ def test_sbatch_starts_ray_on_every_node_then_trains_on_the_head(fake, nodes):
                             f"trainer.nnodes={nodes}", "trainer.n_gpus_per_node=8"]
     assert words[16] == f"++ray_kwargs.ray_init.runtime_env.env_vars.TENSORBOARD_DIR={run_dir}/tensorboard"
     assert Path(run_dir, "DONE").is_file() and len(list(Path(run_dir, "logs").glob("*-job77.log"))) == 1
-    if nodes == 2:  # verl's own Hydra app composed the generated command line
-        (log,) = Path(run_dir, "logs").glob("*-job77.log")
-        text = log.read_text()
-        assert "  nnodes: 2\n" in text and f"TENSORBOARD_DIR: {run_dir}/tensorboard" in text
-        assert "checkpoint_callback_class: verl_hadw.callback.HadwCheckpointCallback" in text
+    if nodes == 2:  # the generated overrides compose on the run's config, as verl's Hydra app composes them
+        config = compose_run("hadw_t1_qwen3_4b_grpo_hadw", words[11:])
+        assert config.trainer.nnodes == 2 and config.trainer.n_gpus_per_node == 8
+        assert config.ray_kwargs.ray_init.runtime_env.env_vars.TENSORBOARD_DIR == f"{run_dir}/tensorboard"
+        assert config.trainer.checkpoint_callback_class == "verl_hadw.callback.HadwCheckpointCallback"
 
 
 def test_sbatch_takes_the_allocation_from_slurm_and_has_no_hard_limits(fake):

@@ -84,20 +84,28 @@ def test_sbatch_reaches_its_driver_on_a_real_ray_with_token_auth_on(tmp_path):
             # fewer Python processes competing with the agents' start-up on a loaded machine
             "--include-log-monitor=false", "--disable-usage-stats"]),
     })
-    began = time.monotonic()
-    # output to files, not pipes: a Ray process left behind would hold a pipe open and stall the wait
-    with open(tmp_path / "job.out", "w") as stdout, open(tmp_path / "job.err", "w") as stderr:
-        try:
-            proc = subprocess.run(["bash", str(ROOT / "scripts/slurm/train.sbatch"), "hadw_t1_qwen3_4b_grpo",
-                                   "trainer.total_epochs=1"], env=env, cwd=tmp_path, stdout=stdout, stderr=stderr,
-                                  timeout=600)
-        finally:  # `ray start --block` stops its processes when the job ends; this catches any it left
-            leftovers = subprocess.run(["pgrep", "-f", ray_tmp], capture_output=True, text=True).stdout.split()
-            for pid in leftovers:
-                subprocess.run(["kill", pid])
-    elapsed = time.monotonic() - began
-    proc.stdout, proc.stderr = (tmp_path / "job.out").read_text(), (tmp_path / "job.err").read_text()
-    out = proc.stdout + proc.stderr
+    # Ray gives a starting node a fixed 30 s to register (ray/_private/node.py), which a loaded 2-core machine can
+    # exceed: that one failure of Ray's own start-up, and only it, gets a second job.
+    for attempt in (1, 2):
+        began = time.monotonic()
+        # output to files, not pipes: a Ray process left behind would hold a pipe open and stall the wait
+        with open(tmp_path / "job.out", "w") as stdout, open(tmp_path / "job.err", "w") as stderr:
+            try:
+                proc = subprocess.run(["bash", str(ROOT / "scripts/slurm/train.sbatch"), "hadw_t1_qwen3_4b_grpo",
+                                       "trainer.total_epochs=1"], env=env, cwd=tmp_path, stdout=stdout,
+                                      stderr=stderr, timeout=600)
+            finally:  # `ray start --block` stops its processes when the job ends; this catches any it left
+                leftovers = subprocess.run(["pgrep", "-f", ray_tmp], capture_output=True, text=True).stdout.split()
+                for pid in leftovers:
+                    subprocess.run(["kill", pid])
+        elapsed = time.monotonic() - began
+        proc.stdout, proc.stderr = (tmp_path / "job.out").read_text(), (tmp_path / "job.err").read_text()
+        out = proc.stdout + proc.stderr
+        if attempt == 1 and proc.returncode != 0 and "The current node timed out during startup" in out:
+            print(f"\n[real Ray] the head's start-up timed out under load; a second job:\n{out[-1500:]}")
+            env["VERL_HADW_RAY_PORT"] = str(_free_port())
+            continue
+        break
     print(f"\n[real Ray {ray.__version__}] sbatch -> driver: {elapsed:.1f} s\n{out[-3000:]}")
     assert proc.returncode == 0, out
     assert "token authentication (per job)" in proc.stdout

@@ -56,8 +56,7 @@ def uninterrupted(tmp_path_factory):
     return runs
 
 
-@pytest.mark.parametrize("estimator, moment", [*(("hadw", m) for m in MOMENTS), ("dgpo", "trainer_state"),
-                                               ("dgpo", "link")])
+@pytest.mark.parametrize("estimator, moment", [*(("hadw", m) for m in MOMENTS), ("dgpo", "trainer_state")])
 def test_a_kill_at_each_moment_of_a_save_loses_nothing(uninterrupted, tmp_path, estimator, moment):
     out = tmp_path / "run"
     env = {**os.environ, "VERL_HADW_KILL_AT": moment, "VERL_HADW_KILL_STEP": "2", "OMP_NUM_THREADS": "1"}
