@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from verl_hadw.research import does_it_help, trl_study
+from verl_hadw.research import does_it_help, trl_study, trl_study_stats
 from verl_hadw.toy.task import TIERS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,7 +26,7 @@ def made_up_tables() -> dict[str, list[dict]]:
     from step 21 on, 0.1 more of the advantage mass on the hard tiers; the other methods equal to ``grpo``."""
     val, share, phi = [], [], []
     for lr in LRS:
-        for method in trl_study.METHODS:
+        for method in trl_study_stats.TOY_METHODS:
             for seed in SEEDS:
                 key = dict(method=method, seed=seed, lr=lr)
                 for step in (0, 10, 20):

@@ -8,6 +8,7 @@ Finished runs are skipped, so an interrupted study resumes by running the same c
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import shutil
 import time
 from pathlib import Path
@@ -26,6 +27,12 @@ def add_subcommand(sub) -> None:
     p.add_argument("--trainer", choices=["verl", "trl"], default="verl",
                    help="verl: main_ppo runs (the defaults below); trl: TRL's trainer, the design of "
                         "docs/does-it-help.md")
+    p.add_argument("--task", choices=["toy", "arith"], default="toy",
+                   help="trl only: toy (random weights, docs/demo.md) or arith (sums and products from a pretrained "
+                        "model, verl_hadw.toy.arith_model)")
+    p.add_argument("--model", default=None, type=OutputDir(),
+                   help="trl --task arith: the starting model's folder (default outputs/arith_model; pretrained "
+                        "there and checked against its recorded sha256 when absent)")
     p.add_argument("--out", default=None, type=OutputDir(),
                    help=f"runs and outputs (default: {d.out}; trl: {t.out}); finished runs are skipped")
     p.add_argument("--methods", nargs="+", default=None, choices=list(METHODS))
@@ -55,6 +62,9 @@ def add_subcommand(sub) -> None:
 def study(args: argparse.Namespace) -> int:
     if args.trainer == "trl":
         plan = _trl_plan(args)
+    elif args.task != "toy" or args.model is not None:
+        raise CommandError("argument --task", "the verl study runs the toy; --task arith is the TRL study's "
+                           "(--trainer trl)")
     else:
         plan = _verl_plan(args)
     start = time.time()
@@ -99,19 +109,31 @@ def _verl_plan(args):
 
 
 def _trl_plan(args):
-    from verl_hadw.research.trl_study import TrlStudyPlan, quick_plan
+    from verl_hadw.research.trl_study import TrlStudyPlan, arith_plan, quick_plan
+    from verl_hadw.toy.arith_model import QUICK_RECIPE, WEIGHTS, ensure_model, pretrain
 
     for name in VERL_ONLY:
         if getattr(args, name) not in (None, []):
             flag = "OVERRIDES" if name == "overrides" else f"--{name.replace('_', '-')}"
             raise CommandError(f"argument {flag}", "the verl study's; the TRL study (--trainer trl) runs the design "
                                "of docs/does-it-help.md (its options: --methods, --seeds, --steps, --lrs)")
-    if args.quick:
-        return quick_plan(Path(args.out or TrlStudyPlan().out))
-    methods = args.methods or list(TrlStudyPlan().methods)
+    if args.task == "toy" and args.model is not None:
+        raise CommandError("argument --model", "the arithmetic study's starting model (--task arith)")
+    default = arith_plan() if args.task == "arith" else TrlStudyPlan()
+    out = Path(args.out or default.out)
+    if args.quick:  # arith: a stand-in model pretrained for a few steps, not the recorded one
+        plan = quick_plan(out, args.task, str(out / "model"))
+        if plan.task == "arith" and not (out / "model" / WEIGHTS).exists():
+            pretrain(out / "model", QUICK_RECIPE, log=lambda msg: None)
+        return plan
+    methods = args.methods or list(default.methods)
     _check_methods(methods)
-    chosen = {"out": args.out, "methods": methods, "seeds": args.seeds, "steps": args.steps, "lrs": args.lrs}
-    return TrlStudyPlan(**{k: v for k, v in chosen.items() if v is not None})
+    chosen = {"methods": methods, "seeds": args.seeds, "steps": args.steps, "lrs": args.lrs}
+    plan = dataclasses.replace(default, out=out, **{k: v for k, v in chosen.items() if v is not None})
+    if plan.task == "arith":
+        plan.model = str(args.model or plan.model)
+        ensure_model(Path(plan.model))
+    return plan
 
 
 def _check_methods(methods) -> None:

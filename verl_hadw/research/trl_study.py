@@ -7,6 +7,7 @@ One process per (method, seed, learning rate) runs ``research.trl_study_run``, `
 from __future__ import annotations
 
 import csv
+import dataclasses
 import gzip
 import io
 import json
@@ -22,16 +23,29 @@ import numpy as np
 
 from verl_hadw.research.study import check_methods
 from verl_hadw.research.study_stats import ALL  # the tier column's value for all four tiers (accuracy) or the batch
-from verl_hadw.research.trl_study_stats import METHODS, plot_advantage_share, plot_curves, summary_markdown
+from verl_hadw.research.trl_study_stats import (
+    ARITH_FAMILIES,
+    ARITH_METHODS,
+    FAMILIES,
+    METHODS,
+    TOY_METHODS,
+    TWO_HARDEST,
+    plot_advantage_share,
+    plot_curves,
+    summary_markdown,
+)
 from verl_hadw.toy.task import TIERS
 
-__all__ = ["METHODS", "TABLE_FILES", "TrlStudyPlan", "quick_plan", "run_one", "run_study", "measured_phi",
+__all__ = ["METHODS", "TABLE_FILES", "ARITH_TABLE_FILES", "TrlStudyPlan", "arith_plan", "quick_plan",
+           "run_one", "run_study", "measured_phi",
            "load_tables", "write_outputs", "ALL"]
 
 # the per-step tables are large (the advantage shares: 4 rows a step of each of 480 runs), so they are gzipped
 TABLE_FILES = {"val_accuracy": "val_accuracy.csv", "train_reward": "train_reward.csv.gz", "phi": "phi.csv.gz",
                "advantage_share": "advantage_share.csv.gz"}
-ORDER = ("hadw", "grpo", "grpo_lr_phi", "dgpo", "hadw_dgpo")  # a study cut short answers the first questions
+# the arith study's two more: within-group balance Σ A⁺ / Σ|A⁻| per tier, and the anchor beside the batch accuracy
+ARITH_TABLE_FILES = {**TABLE_FILES, "balance": "advantage_balance.csv.gz", "anchor": "anchor.csv.gz"}
+ORDER = ("hadw", "grpo", "grpo_lr_phi", "hadw_authors", "dgpo", "hadw_dgpo")  # a study cut short answers the first
 
 
 @dataclass
@@ -39,7 +53,7 @@ class TrlStudyPlan:
     """What the study runs. The defaults are the design, fixed before the runs (see the module's docstring)."""
 
     out: Path = Path("outputs/study_trl")
-    methods: list[str] = field(default_factory=lambda: list(METHODS))
+    methods: list[str] = field(default_factory=lambda: list(TOY_METHODS))
     seeds: list[int] = field(default_factory=lambda: list(range(1, 49)))
     # GRPO learns fast / slowly: fixed by a GRPO-only pilot before any comparison (docs/study/trl_pilot/; at 1e-2 and
     # above GRPO falls into the task's "always a vowel" optimum, exactly 0.5 held-out accuracy, within 30 steps)
@@ -52,10 +66,14 @@ class TrlStudyPlan:
     val_prompts: int = 64  # held-out prompts, a quarter per tier
     val_n: int = 4  # sampled answers per held-out prompt (temperature 1)
     train_rows: int = 256
+    task: str = "toy"  # toy (verl_hadw.toy.task, random weights) | arith (verl_hadw.toy.arith, the pretrained model)
+    model: str = ""  # arith: the starting model's folder (verl_hadw.toy.arith_model)
 
     def __post_init__(self):
         self.out = Path(self.out)
         check_methods(self.methods, METHODS)
+        if self.task not in ("toy", "arith"):
+            raise ValueError(f"task must be toy or arith, got {self.task!r}")
         if min(self.steps, self.prompts, self.val_every, self.val_n, self.max_completion_length) < 1:
             raise ValueError("steps, prompts, val_every, val_n and max_completion_length must be >= 1")
         if self.group < 2 or self.val_prompts < len(TIERS) or not self.seeds or not self.lrs:
@@ -75,8 +93,32 @@ class TrlStudyPlan:
         return {"method": method, "seed": seed, "lr": lr, **sizes}
 
 
-def quick_plan(out: Path) -> TrlStudyPlan:
+    @property
+    def table_files(self) -> dict[str, str]:
+        return ARITH_TABLE_FILES if self.task == "arith" else TABLE_FILES
+
+    @property
+    def families(self) -> dict:
+        return ARITH_FAMILIES if self.task == "arith" else FAMILIES
+
+
+def arith_plan(out: Path = Path("outputs/study_trl_arith"), model: str = "outputs/arith_model") -> TrlStudyPlan:
+    """The arithmetic study's design (docs/does-it-help.md), fixed before its runs: from the pretrained model, 16
+    prompts × 8 answers a step, the held-out problems of every tier (30 each) at temperature 1."""
+    return TrlStudyPlan(out=Path(out), task="arith", model=str(model), methods=list(ARITH_METHODS),
+                        seeds=list(range(1, ARITH_SEEDS + 1)), lrs=list(ARITH_LRS), steps=150, prompts=16, group=8,
+                        max_completion_length=5, val_every=10, val_prompts=120, val_n=8, train_rows=4096)
+
+
+ARITH_SEEDS = 32  # pre-registered from the pilot (docs/study/arith_pilot/)
+ARITH_LRS = (1e-3,)  # chosen by the GRPO-only pilot (docs/study/arith_pilot/)
+
+
+def quick_plan(out: Path, task: str = "toy", model: str = "") -> TrlStudyPlan:
     """Every method, one seed, one learning rate, 4 steps: checks the pipeline (CI's slow tests), not the numbers."""
+    if task == "arith":
+        return dataclasses.replace(arith_plan(out, model), seeds=[1], steps=4, val_every=2, val_prompts=8, val_n=2,
+                                   train_rows=64)
     return TrlStudyPlan(out=out, seeds=[1], lrs=[1e-2], steps=4, val_every=2, val_prompts=8, val_n=2)
 
 
@@ -139,8 +181,11 @@ def run_study(plan: TrlStudyPlan, workers: int = 2, log=print) -> list[Path]:
 
 
 def load_tables(plan: TrlStudyPlan) -> dict[str, list[dict]]:
-    """The finished runs as the four tables of rows ``method, seed, lr, step, tier, value``."""
-    tables = {"val_accuracy": [], "train_reward": [], "phi": [], "advantage_share": []}
+    """The finished runs as the tables of rows ``method, seed, lr, step, tier, value`` (``plan.table_files``). The
+    arith study's accuracy has a row for the two hardest tiers too, and its balance (tier: Σ A⁺ / Σ|A⁻| of the
+    step's groups of that tier) and anchor (tier ``anchor``: C_t⁻; ``batch_acc``: y_t) tables."""
+    arith = plan.task == "arith"
+    tables = {name: [] for name in plan.table_files}
     for lr in plan.lrs:
         for method in plan.ordered_methods():
             for seed in plan.seeds:
@@ -149,6 +194,8 @@ def load_tables(plan: TrlStudyPlan) -> dict[str, list[dict]]:
                 for row in _finished(run_dir, "val.jsonl"):
                     accs = {t: row[t] for t in TIERS}
                     accs[ALL] = float(np.mean(list(accs.values())))
+                    if arith:
+                        accs[TWO_HARDEST] = float(np.mean([row["hard"], row["hardest"]]))
                     tables["val_accuracy"] += [dict(key, step=row["step"], tier=t, value=v) for t, v in accs.items()]
                 for row in _finished(run_dir, "steps.jsonl"):
                     if "reward" in row:
@@ -161,6 +208,12 @@ def load_tables(plan: TrlStudyPlan) -> dict[str, list[dict]]:
                         tables["advantage_share"] += [dict(key, step=row["step"], tier=t,
                                                            value=mass[t] / total if total > 0 else 0.0)
                                                       for t in TIERS]
+                    if arith and row.get("pos"):
+                        tables["balance"] += [dict(key, step=row["step"], tier=t, value=row["pos"][t] / row["neg"][t])
+                                              for t in TIERS if row["neg"][t] > 0]
+                    if arith and "anchor" in row:
+                        tables["anchor"] += [dict(key, step=row["step"], tier=name, value=row[name])
+                                             for name in ("anchor", "batch_acc")]
     return tables
 
 
@@ -184,10 +237,10 @@ def read_csv(path: Path) -> list[dict]:
 
 
 def write_outputs(plan: TrlStudyPlan) -> list[Path]:
-    """The four CSVs, ``summary.md`` and the plots, from the finished runs, into ``plan.out``."""
+    """The CSVs, ``summary.md`` and the plots, from the finished runs, into ``plan.out``."""
     tables = load_tables(plan)
-    paths = [write_csv(plan.out / TABLE_FILES[name], rows) for name, rows in tables.items()]
-    (plan.out / "summary.md").write_text(summary_markdown(tables["val_accuracy"], tables["phi"]))
+    paths = [write_csv(plan.out / plan.table_files[name], rows) for name, rows in tables.items()]
+    (plan.out / "summary.md").write_text(summary_markdown(tables["val_accuracy"], tables["phi"], plan.families))
     paths.append(plan.out / "summary.md")
     paths.append(plot_curves(tables["val_accuracy"], plan.out / "curves.png"))
     paths.append(plot_advantage_share(tables["advantage_share"], plan.out / "advantage_share.png"))

@@ -1,7 +1,7 @@
 """One run of the TRL study (``research.trl_study``), in a process of its own:
-``python -m verl_hadw.research.trl_study_run RUN_DIR/spec.json``. It trains the toy task with TRL's own ``GRPOTrainer``
-or ``HadwGRPOTrainer`` and writes ``steps.jsonl``, ``val.jsonl`` and, last, ``DONE`` into RUN_DIR; a rerun of a spec
-reproduces its files bit for bit.
+``python -m verl_hadw.research.trl_study_run RUN_DIR/spec.json``. It trains the spec's task (the toy, or arithmetic
+from the pretrained model) with TRL's own ``GRPOTrainer`` or ``HadwGRPOTrainer`` and writes ``steps.jsonl``,
+``val.jsonl`` and, last, ``DONE`` into RUN_DIR; a rerun of a spec reproduces its files bit for bit.
 """
 
 from __future__ import annotations
@@ -11,30 +11,50 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = ["train", "validate", "main"]
+__all__ = ["train", "validate", "main", "METHOD_FIELDS"]
 
 VAL_SEED = 1_000_003  # the validation generator's seed: VAL_SEED + 10,000 × the run's seed + the step
+# each method of ours as the config fields it sets (grpo and grpo_lr_phi: TRL's own trainer, unchanged)
+METHOD_FIELDS = {
+    "hadw": {"adv_estimator": "hadw"},
+    "dgpo": {"adv_estimator": "dgpo"},
+    "hadw_dgpo": {"adv_estimator": "hadw", "hadw_base": "dgpo"},
+    # the authors' released code (docs/papers.md): difficulty from the raw reward, the anchor a moving average of
+    # the last 10 batch rewards including the current one, λ_scale 1.5
+    "hadw_authors": {"adv_estimator": "hadw", "hadw_difficulty_from": "reward", "hadw_anchor_mode": "moving_average",
+                     "hadw_anchor_window": 10, "hadw_anchor_include_current": True, "hadw_lambda_scale": 1.5},
+}
 
 
-def _rows(n: int, seed: int, split: str, first: int = 0) -> list[dict]:
-    from verl_hadw.toy.task import make_rows
+def task_module(name: str):
+    """The task of a spec: ``toy`` (verl_hadw.toy.task) or ``arith`` (verl_hadw.toy.arith)."""
+    if name == "arith":
+        from verl_hadw.toy import arith
 
-    return [{"prompt": r["prompt"], "allowed": r["reward_model"]["ground_truth"], "tier": r["extra_info"]["tier"],
-             "index": r["extra_info"]["index"]} for r in make_rows(n, seed, split, first=first)]
+        return arith
+    if name == "toy":
+        from verl_hadw.toy import task
+
+        return task
+    raise ValueError(f"unknown study task {name!r}; choose toy or arith")
 
 
-def accuracy(completions, allowed, **kwargs) -> list[float]:
-    """The toy task's verifiable reward (its scorer): 1.0 if the completion starts with an allowed character."""
-    from verl_hadw.toy.task import compute_score
-
-    return [compute_score("toy", c[0]["content"], a) for c, a in zip(completions, allowed)]
+def _rows(task, n: int, seed: int, split: str, first: int = 0) -> list[dict]:
+    return [{"prompt": r["prompt"], "answer": r["reward_model"]["ground_truth"], "tier": r["extra_info"]["tier"],
+             "index": r["extra_info"]["index"]} for r in task.make_rows(n, seed, split, first=first)]
 
 
-def validate(model, tokenizer, rows: list[dict], n: int, seed: int, max_new_tokens: int) -> dict[str, float]:
+def _reward(task):
+    """The task's verifiable reward (its scorer) as a TRL reward function."""
+    def accuracy(completions, answer, **kwargs) -> list[float]:
+        return [task.compute_score(None, c[0]["content"], a) for c, a in zip(completions, answer)]
+
+    return accuracy
+
+
+def validate(model, tokenizer, task, rows: list[dict], n: int, seed: int, max_new_tokens: int) -> dict[str, float]:
     """Held-out accuracy per tier: ``n`` answers sampled at temperature 1 per prompt, from a generator of its own."""
     import torch
-
-    from verl_hadw.toy.task import TIERS, compute_score
 
     was_training = model.training
     model.eval()
@@ -46,21 +66,35 @@ def validate(model, tokenizer, rows: list[dict], n: int, seed: int, max_new_toke
                              max_new_tokens=max_new_tokens, pad_token_id=tokenizer.pad_token_id)
     model.train(was_training)
     answers = tokenizer.batch_decode(out[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
-    scores = {tier: [] for tier in TIERS}
+    scores = {tier: [] for tier in task.TIERS}
     for i, answer in enumerate(answers):
         row = rows[i // n]
-        scores[row["tier"]].append(compute_score("toy", answer, row["allowed"]))
+        scores[row["tier"]].append(task.compute_score(None, answer, row["answer"]))
     return {tier: sum(v) / len(v) for tier, v in scores.items() if v}
+
+
+def _model(spec: dict, seed: int):
+    """(tokenizer, model) a run starts from: the toy's random weights of the seed, or the pretrained arithmetic
+    model (the same weights for every seed)."""
+    from verl_hadw.toy.assets import build_model, build_tokenizer
+
+    if spec.get("task", "toy") == "arith":
+        from transformers import AutoModelForCausalLM
+
+        from verl_hadw.toy import arith
+        from verl_hadw.toy.arith_model import CHAT_TEMPLATE
+
+        return build_tokenizer(arith.CHARS, CHAT_TEMPLATE), AutoModelForCausalLM.from_pretrained(spec["model"])
+    tokenizer = build_tokenizer()
+    return tokenizer, build_model(tokenizer, seed)  # the seed's initial weights, the same for every method
 
 
 def _trainer_classes(method: str):
     """(config class, trainer class, config fields of the method) of ``method``."""
     from verl_hadw.trl import HadwGRPOConfig, HadwGRPOTrainer
 
-    ours = {"hadw": {"adv_estimator": "hadw"}, "dgpo": {"adv_estimator": "dgpo"},
-            "hadw_dgpo": {"adv_estimator": "hadw", "hadw_base": "dgpo"}}
-    if method in ours:
-        return HadwGRPOConfig, HadwGRPOTrainer, ours[method]
+    if method in METHOD_FIELDS:
+        return HadwGRPOConfig, HadwGRPOTrainer, METHOD_FIELDS[method]
     if method in ("grpo", "grpo_lr_phi"):  # the baseline: TRL's own GRPO, unchanged
         from trl import GRPOConfig, GRPOTrainer
 
@@ -74,41 +108,42 @@ def train(spec: dict, run_dir: Path) -> None:
     from datasets import Dataset
     from transformers import TrainerCallback
 
-    from verl_hadw.toy.assets import build_model, build_tokenizer
-    from verl_hadw.toy.task import TIERS
-
     torch.set_num_threads(1)
     start = time.time()
     seed, steps, val_every = spec["seed"], spec["steps"], spec["val_every"]
+    task = task_module(spec.get("task", "toy"))
     config_class, trainer_class, fields = _trainer_classes(spec["method"])
-    tokenizer = build_tokenizer()
-    model = build_model(tokenizer, seed)  # the seed's initial weights, the same for every method
-    held_out = _rows(spec["val_prompts"], 0, "test", first=100_000)  # the same held-out prompts for every run
-    dataset = Dataset.from_list(_rows(spec["train_rows"], 0, "train"))
+    tokenizer, model = _model(spec, seed)
+    held_out = _rows(task, spec["val_prompts"], 0, "test", first=100_000)  # the same held-out prompts for every run
+    dataset = Dataset.from_list(_rows(task, spec["train_rows"], 0, "train"))
     args = config_class(
         output_dir=str(run_dir / "trainer"), per_device_train_batch_size=spec["prompts"] * spec["group"],
         num_generations=spec["group"], max_completion_length=spec["max_completion_length"], max_steps=steps,
         learning_rate=spec["lr"], logging_steps=1, save_strategy="no", report_to=[], use_cpu=True, seed=seed,
         data_seed=seed, disable_tqdm=True, temperature=1.0, **fields)
-    tier_index = {tier: i for i, tier in enumerate(TIERS)}
+    tiers = task.TIERS
+    tier_index = {tier: i for i, tier in enumerate(tiers)}
     steps_out, val_out = {}, []
 
     class Recorder(trainer_class):
-        """The trainer, recording each training generation batch's advantage mass per tier (Σ|A|)."""
+        """The trainer, recording each training generation batch's advantage mass per tier: Σ|A| (``mass``), and
+        Σ A⁺ and Σ|A⁻| (``pos``, ``neg``: their ratio is 1 where every group's advantages sum to zero)."""
 
         def _generate_and_score_completions(self, inputs):
             output = super()._generate_and_score_completions(inputs)
             if self.model.training:
-                tiers = torch.tensor([tier_index[x["tier"]] for x in inputs])
-                mass = torch.zeros(len(TIERS)).index_add_(0, tiers, output["advantages"].detach().abs().float())
+                index = torch.tensor([tier_index[x["tier"]] for x in inputs])
+                advantages = output["advantages"].detach().float()
                 row = steps_out.setdefault(self.state.global_step + 1, {})
-                row["mass"] = dict(zip(TIERS, mass.tolist()))
+                for name, values in (("mass", advantages.abs()), ("pos", advantages.clamp(min=0)),
+                                     ("neg", (-advantages).clamp(min=0))):
+                    row[name] = dict(zip(tiers, torch.zeros(len(tiers)).index_add_(0, index, values).tolist()))
                 row["prompts"] = [x["index"] for x in inputs[::spec["group"]]]  # the seed's prompt order
             return output
 
     class Validation(TrainerCallback):
         def _validate(self, step, model):
-            accs = validate(model, tokenizer, held_out, spec["val_n"], VAL_SEED + 10_000 * seed + step,
+            accs = validate(model, tokenizer, task, held_out, spec["val_n"], VAL_SEED + 10_000 * seed + step,
                             spec["max_completion_length"])
             val_out.append({"step": step, **accs})
 
@@ -121,11 +156,12 @@ def train(spec: dict, run_dir: Path) -> None:
 
         def on_log(self, args, state, control, logs=None, **kwargs):
             row = steps_out.setdefault(state.global_step, {})
-            for key, name in (("reward", "reward"), ("hadw/phi_mean", "phi_mean")):
+            for key, name in (("reward", "reward"), ("hadw/phi_mean", "phi_mean"), ("hadw/anchor_prior", "anchor"),
+                              ("hadw/batch_acc", "batch_acc")):
                 if logs and key in logs:
                     row[name] = float(logs[key])
 
-    trainer = Recorder(model=model, processing_class=tokenizer, reward_funcs=accuracy, args=args,
+    trainer = Recorder(model=model, processing_class=tokenizer, reward_funcs=_reward(task), args=args,
                        train_dataset=dataset, callbacks=[Validation()])
     trainer.train()
     with open(run_dir / "steps.jsonl", "w") as f:

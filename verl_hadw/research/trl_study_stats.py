@@ -12,16 +12,27 @@ import numpy as np
 from verl_hadw.research.study_stats import ALL, t_interval
 from verl_hadw.toy.task import TIERS
 
-__all__ = ["METHODS", "COMPARISONS", "FAMILIES", "ALPHA", "run_scores", "paired", "holm", "smallest_difference",
-           "comparisons_table", "lrs_in", "methods_in", "holm_mark", "summary_markdown", "plot_curves",
+__all__ = ["METHODS", "TOY_METHODS", "ARITH_METHODS", "COMPARISONS", "FAMILIES", "ARITH_FAMILIES", "TWO_HARDEST",
+           "ALPHA", "run_scores", "paired", "holm", "smallest_difference", "comparisons_table", "lrs_in", "methods_in",
+           "holm_mark", "summary_markdown", "plot_curves",
            "plot_advantage_share"]
 
-METHODS = ("grpo", "hadw", "dgpo", "hadw_dgpo", "grpo_lr_phi")  # the study's methods, in its tables' order
-COMPARISONS = (("hadw", "grpo"), ("dgpo", "grpo"), ("hadw_dgpo", "grpo"), ("grpo_lr_phi", "grpo"),
-               ("hadw", "grpo_lr_phi"))
+METHODS = ("grpo", "hadw", "hadw_authors", "dgpo", "hadw_dgpo", "grpo_lr_phi")  # every method, in the tables' order
+TOY_METHODS = ("grpo", "hadw", "dgpo", "hadw_dgpo", "grpo_lr_phi")
+ARITH_METHODS = ("grpo", "hadw", "hadw_authors", "dgpo", "grpo_lr_phi")
+COMPARISONS = (("hadw", "grpo"), ("hadw_authors", "grpo"), ("dgpo", "grpo"), ("hadw_dgpo", "grpo"),
+               ("grpo_lr_phi", "grpo"), ("hadw", "grpo_lr_phi"))
+TWO_HARDEST = "hard+hardest"  # the tier column's value for the mean over the two hardest tiers (the arith study)
 FAMILIES = {  # family -> (score, tiers): Holm's correction runs within each
     "primary": ("final", (ALL,)),
     "auc": ("auc", (ALL,)),
+    "final per tier": ("final", TIERS),
+    "auc per tier": ("auc", TIERS),
+}
+# the arithmetic study's: two primary outcomes, Holm-corrected together (docs/does-it-help.md)
+ARITH_FAMILIES = {
+    "primary": ("final", (ALL, TWO_HARDEST)),
+    "auc": ("auc", (ALL, TWO_HARDEST)),
     "final per tier": ("final", TIERS),
     "auc per tier": ("auc", TIERS),
 }
@@ -98,12 +109,13 @@ def smallest_difference(sd: float, seeds: int, tests: int, alpha: float = ALPHA,
     return float((stats.t.ppf(1 - alpha / (2 * tests), df) + stats.t.ppf(power, df)) * sd / math.sqrt(seeds))
 
 
-def comparisons_table(rows: list[dict]) -> list[dict]:
+def comparisons_table(rows: list[dict], families: dict = FAMILIES) -> list[dict]:
     """Every comparison at every learning rate on every score and tier, with Holm's adjusted p (t-test) within each
-    family (``FAMILIES``) and, for the primary family, the smallest difference the design resolves."""
+    family (``FAMILIES``, or the arith study's) and, for the primary family, the smallest difference the design
+    resolves."""
     lrs, methods = lrs_in(rows), methods_in(rows)
     out = []
-    for family, (score, tiers) in FAMILIES.items():
+    for family, (score, tiers) in families.items():
         members = []
         for lr in lrs:
             for first, second in COMPARISONS:
@@ -133,7 +145,7 @@ def _means(rows: list[dict], lr: float, tier: str, score: str) -> dict[str, tupl
     return out
 
 
-def summary_markdown(val_rows: list[dict], phi_rows: list[dict]) -> str:
+def summary_markdown(val_rows: list[dict], phi_rows: list[dict], families: dict = FAMILIES) -> str:
     """The tables the page shows: each method's held-out accuracy per learning rate, then the comparisons (the
     primary family first), then the measured Φ."""
     lines = ["| lr | method | seeds | final held-out acc, all tiers (95 % CI) | AUC, all tiers (95 % CI) |",
@@ -149,7 +161,7 @@ def summary_markdown(val_rows: list[dict], phi_rows: list[dict]) -> str:
               "level, for the observed paired spread):", "",
               "| family | lr | comparison | score | tier | diff (95 % CI) | p (t) | p (Wilcoxon) | p (Holm) | ahead "
               "| resolves |", "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in comparisons_table(val_rows):
+    for r in comparisons_table(val_rows, families):
         resolves = "" if math.isnan(r["resolves"]) else f"{r['resolves']:.3f}"
         mark = holm_mark(r["p_holm"], " *")
         lines.append(f"| {r['family']} | {r['lr']:g} | {r['first']} − {r['second']} | {r['score']} | {r['tier']} "

@@ -33,8 +33,8 @@ def _byte_symbol(char: str) -> str:
     return chr(256 + sorted(set(range(256)) - set(printable)).index(code))
 
 
-def build_tokenizer():
-    """A byte-level BPE tokenizer without merges (one token per character) and ChatML specials.
+def build_tokenizer(chars: str | list[str] = CHARS, chat_template: str = CHAT_TEMPLATE):
+    """A byte-level BPE tokenizer without merges (one token per character of ``chars``) and ChatML specials.
 
     Byte-level like Qwen2's, so ``AutoTokenizer`` reloads it identically even though the model directory
     says ``qwen2`` (transformers then rebuilds a Qwen2 tokenizer from this vocabulary).
@@ -42,7 +42,7 @@ def build_tokenizer():
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
-    vocab = {tok: i for i, tok in enumerate(SPECIALS + [_byte_symbol(c) for c in CHARS])}
+    vocab = {tok: i for i, tok in enumerate(SPECIALS + [_byte_symbol(c) for c in chars])}
     core = Tokenizer(models.BPE(vocab=vocab, merges=[]))
     core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     core.decoder = decoders.ByteLevel()
@@ -52,11 +52,12 @@ def build_tokenizer():
         eos_token="<|im_end|>",
         additional_special_tokens=["<|im_start|>"],
     )
-    tokenizer.chat_template = CHAT_TEMPLATE
+    tokenizer.chat_template = chat_template
     return tokenizer
 
 
 def build_model(tokenizer, seed: int, hidden: int = 64, layers: int = 2):
+    """A Qwen2 causal LM of random weights (seeded), its vocabulary the tokenizer's."""
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
