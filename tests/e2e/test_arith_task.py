@@ -10,15 +10,20 @@ from verl_hadw.toy import arith_model as model_module
 
 
 @pytest.mark.parametrize("tier", arith.TIERS)
-def test_every_answer_is_right_and_held_out_problems_are_never_trained_on(tier):
-    train, test = arith.problems(tier, "train"), arith.problems(tier, "test")
-    assert len(test) == arith.HELD_OUT[tier] and not {q for q, _ in train} & {q for q, _ in test}
-    for question, answer in train + test:
+def test_every_answer_is_right_and_held_out_and_dev_problems_are_never_trained_on(tier):
+    train, test, dev = (arith.problems(tier, split) for split in ("train", "test", "dev"))
+    assert len(test) == arith.HELD_OUT[tier] and len(dev) == arith.DEV[tier]
+    assert len({q for q, _ in train + test + dev}) == len(train) + len(test) + len(dev)  # disjoint
+    for question, answer in train + test + dev:
         left, op, right = question[:-1].partition("+" if "+" in question else "*")
         assert int(answer) == (int(left) + int(right) if op == "+" else int(left) * int(right))
     assert max(len(a) for _, a in train + test) >= 2  # answers of several tokens
-    (lo_a, hi_a), _, (lo_b, hi_b) = arith.OPERANDS[tier]
-    assert len(train) + len(test) == (hi_a - lo_a + 1) * (hi_b - lo_b + 1)
+    (lo_a, hi_a), _, (lo_b, hi_b), carry = arith.OPERANDS[tier]
+    every = [(a, b) for a in range(lo_a, hi_a + 1) for b in range(lo_b, hi_b + 1)]
+    tier_pairs = [1 for a, b in every if carry is None or (a % 10 + b % 10 > 9) == carry]
+    assert len(train) + len(test) + len(dev) == len(tier_pairs)
+    if carry is not None:  # the tier's carry, as its name says
+        assert all((int(q.split("+")[0]) % 10 + int(q[:-1].split("+")[1]) % 10 > 9) == carry for q, _ in train)
 
 
 def test_rows_are_verl_rows_and_the_held_out_set_is_the_same_for_every_seed():
@@ -27,7 +32,7 @@ def test_rows_are_verl_rows_and_the_held_out_set_is_the_same_for_every_seed():
     assert {r["data_source"] for r in rows} == {f"arith_{t}" for t in arith.TIERS}
     held_out = [r["prompt"] for r in arith.make_rows(120, 1, "test", first=100_000)]
     assert held_out == [r["prompt"] for r in arith.make_rows(120, 2, "test")]
-    easy = [r["prompt"][0]["content"] for r in arith.make_rows(120, 1, "test") if r["extra_info"]["tier"] == "easy"]
+    easy = [r["prompt"][0]["content"] for r in arith.make_rows(400, 1, "test") if r["extra_info"]["tier"] == "easy"]
     assert sorted(easy) == sorted(q for q, _ in arith.problems("easy", "test"))  # each easy held-out problem once
 
 

@@ -1,4 +1,4 @@
-"""A ``verl-hadw-swift rlhf`` run killed (SIGKILL) at each moment of checkpoint-2's save loses nothing.
+"""A ``verl-hadw-swift rlhf`` run killed (SIGKILL) at the moments of checkpoint-2's save loses nothing.
 
 The anchor file is in checkpoint-2 before the Trainer writes its own files: before ``--save_total_limit 1`` removes
 checkpoint-1 and before swift moves its ``last-checkpoint`` link. A save cut off before the Trainer's last file
@@ -74,7 +74,12 @@ def uninterrupted(assets, tmp_path_factory):
     return final(out), logged_steps(out)
 
 
-@pytest.mark.parametrize("moment", MOMENTS)
+# The Trainer's own files: cut off in its weights or optimizer, a save is partial as when cut off in trainer_state.json,
+# and the same check (hf_trainer's) refuses it; TRL's test kills at all six moments.
+SWIFT_MOMENTS = [m for m in MOMENTS if m not in ("weights", "optimizer")]
+
+
+@pytest.mark.parametrize("moment", SWIFT_MOMENTS)
 def test_a_kill_at_each_moment_of_a_save_loses_nothing(assets, uninterrupted, tmp_path, moment):
     out = tmp_path / "run"
     assert killed(assets, out, moment) == signal.SIGKILL

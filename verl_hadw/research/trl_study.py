@@ -104,10 +104,10 @@ class TrlStudyPlan:
 
 def arith_plan(out: Path = Path("outputs/study_trl_arith"), model: str = "outputs/arith_model") -> TrlStudyPlan:
     """The arithmetic study's design (docs/does-it-help.md), fixed before its runs: from the pretrained model, 16
-    prompts × 8 answers a step, the held-out problems of every tier (30 each) at temperature 1."""
+    prompts × 8 answers a step, 100 held-out problems of each tier, 4 answers each at temperature 1."""
     return TrlStudyPlan(out=Path(out), task="arith", model=str(model), methods=list(ARITH_METHODS),
                         seeds=list(range(1, ARITH_SEEDS + 1)), lrs=list(ARITH_LRS), steps=150, prompts=16, group=8,
-                        max_completion_length=5, val_every=10, val_prompts=120, val_n=8, train_rows=4096)
+                        max_completion_length=5, val_every=10, val_prompts=400, val_n=4, train_rows=4096)
 
 
 ARITH_SEEDS = 32  # pre-registered from the pilot (docs/study/arith_pilot/)

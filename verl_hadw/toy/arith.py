@@ -10,11 +10,12 @@ from __future__ import annotations
 import random
 
 TIERS = ("easy", "medium", "hard", "hardest")
-# (left operand range, operator, right operand range) of each tier: one digit plus one digit, two digits plus one,
-# two plus two (carries), and the harder operation, two digits times one digit
-OPERANDS = {"easy": ((0, 9), "+", (0, 9)), "medium": ((10, 99), "+", (0, 9)), "hard": ((10, 99), "+", (10, 99)),
-            "hardest": ((10, 99), "*", (2, 9))}
-HELD_OUT = {"easy": 30, "medium": 200, "hard": 400, "hardest": 200}  # problems of each tier never trained on
+# (left operand range, operator, right operand range, carry in the units) of each tier: two digits plus one without a
+# carry, then with one, two digits plus two, and the harder operation, two digits times one digit
+OPERANDS = {"easy": ((10, 99), "+", (0, 9), False), "medium": ((10, 99), "+", (0, 9), True),
+            "hard": ((10, 99), "+", (10, 99), None), "hardest": ((10, 99), "*", (2, 9), None)}
+HELD_OUT = {"easy": 100, "medium": 100, "hard": 400, "hardest": 200}  # problems of each tier never trained on
+DEV = {"easy": 50, "medium": 50, "hard": 100, "hardest": 100}  # neither trained on nor held out: the pretraining's pick
 CHARS = "0123456789+*="  # every character of a prompt or an answer
 
 
@@ -23,15 +24,18 @@ def data_source(tier: str) -> str:
 
 
 def problems(tier: str, split: str) -> list[tuple[str, str]]:
-    """The tier's ``(question, answer)`` pairs of ``split`` (``train`` or ``test``), in a fixed order: the held-out
-    ones (``HELD_OUT[tier]``, drawn once with a fixed seed) are disjoint from the training ones."""
-    (lo_a, hi_a), op, (lo_b, hi_b) = OPERANDS[tier]
+    """The tier's ``(question, answer)`` pairs of ``split`` in a fixed order: ``test`` (``HELD_OUT[tier]`` drawn once
+    with a fixed seed), ``dev`` (the next ``DEV[tier]``) and ``train`` (the rest) are disjoint."""
+    (lo_a, hi_a), op, (lo_b, hi_b), carry = OPERANDS[tier]
     pairs = [(f"{a}{op}{b}=", str(a + b if op == "+" else a * b))
-             for a in range(lo_a, hi_a + 1) for b in range(lo_b, hi_b + 1)]
+             for a in range(lo_a, hi_a + 1) for b in range(lo_b, hi_b + 1)
+             if carry is None or (a % 10 + b % 10 > 9) == carry]
     random.Random(f"arith-{tier}").shuffle(pairs)
-    if split not in ("train", "test"):
-        raise ValueError(f"split must be train or test, got {split!r}")
-    return pairs[:HELD_OUT[tier]] if split == "test" else pairs[HELD_OUT[tier]:]
+    held, dev = HELD_OUT[tier], HELD_OUT[tier] + DEV[tier]
+    splits = {"test": pairs[:held], "dev": pairs[held:dev], "train": pairs[dev:]}
+    if split not in splits:
+        raise ValueError(f"split must be one of {', '.join(splits)}, got {split!r}")
+    return splits[split]
 
 
 def make_rows(n: int, seed: int, split: str, first: int = 0) -> list[dict]:
