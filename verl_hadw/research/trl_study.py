@@ -111,7 +111,7 @@ def arith_plan(out: Path = Path("outputs/study_trl_arith"), model: str = "output
 
 
 ARITH_SEEDS = 32  # pre-registered from the pilot (docs/study/arith_pilot/)
-ARITH_LRS = (1e-3,)  # chosen by the GRPO-only pilot (docs/study/arith_pilot/)
+ARITH_LRS = (3e-4,)  # chosen by the GRPO-only pilot (docs/study/arith_pilot/): 3e-3 collapses, 1e-3 loses the hard tier
 
 
 def quick_plan(out: Path, task: str = "toy", model: str = "") -> TrlStudyPlan:
