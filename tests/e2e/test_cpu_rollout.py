@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from verl_hadw.cpu.rollout import decode, reference_generate
-from verl_hadw.toy.assets import build_model, build_tokenizer
+from verl_hadw.toy.model import build_model, build_tokenizer
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import torch
 from datasets import Dataset
 
-from verl_hadw.toy.assets import build_model, build_tokenizer
+from verl_hadw.toy.model import build_model, build_tokenizer
 from verl_hadw.toy.task import compute_score, make_rows
 from verl_hadw.trl import HadwGRPOConfig, HadwGRPOTrainer
 

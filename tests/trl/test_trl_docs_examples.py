@@ -35,7 +35,7 @@ def test_example_runs_as_written(tmp_path, monkeypatch, number):
     import transformers.training_args
     from trl_helpers import accuracy, toy_dataset
 
-    from verl_hadw.toy.assets import build_model, build_tokenizer
+    from verl_hadw.toy.model import build_model, build_tokenizer
 
     monkeypatch.setattr(transformers.training_args, "is_torch_bf16_gpu_available", lambda: True)
     monkeypatch.chdir(tmp_path)

@@ -140,7 +140,7 @@ def test_without_args_the_trainer_builds_the_default_config_and_trains(tmp_path,
     import transformers.training_args
     from trl_helpers import accuracy, toy_dataset
 
-    from verl_hadw.toy.assets import build_model, build_tokenizer
+    from verl_hadw.toy.model import build_model, build_tokenizer
 
     monkeypatch.setattr(transformers.training_args, "is_torch_bf16_gpu_available", lambda: True)
     monkeypatch.chdir(tmp_path)  # the default output_dir is relative, as TRL's

@@ -19,7 +19,7 @@ from datasets import Dataset
 from trl_helpers import BATCH, accuracy, config, toy_dataset, trainer
 
 from verl_hadw.core.anchor.machine import AnchorState
-from verl_hadw.toy.assets import build_model, build_tokenizer
+from verl_hadw.toy.model import build_model, build_tokenizer
 from verl_hadw.toy.task import compute_score
 
 STEPS = 2

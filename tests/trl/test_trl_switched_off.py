@@ -8,7 +8,7 @@ import pytest
 from trl import GRPOConfig, GRPOTrainer
 from trl_helpers import accuracy, config, config_values, toy_dataset, trainer
 
-from verl_hadw.toy.assets import build_model, build_tokenizer
+from verl_hadw.toy.model import build_model, build_tokenizer
 
 SWITCHED_OFF = {"adv_estimator": "dgpo", "dgpo_dgae": False, "dgpo_dqw": False, "dgpo_valid_token_norm": False,
                 "dgpo_epsilon": 1e-4}

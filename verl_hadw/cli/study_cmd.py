@@ -28,8 +28,8 @@ def add_subcommand(sub) -> None:
                    help="verl: main_ppo runs (the defaults below); trl: TRL's trainer, the design of "
                         "docs/does-it-help.md")
     p.add_argument("--task", choices=["toy", "arith"], default="toy",
-                   help="trl only: toy (random weights, docs/demo.md) or arith (sums and products from a pretrained "
-                        "model, verl_hadw.toy.arith_model)")
+                   help="toy (random weights, docs/demo.md) or arith (sums and products from a pretrained model, "
+                        "verl_hadw.toy.arith_model; verl: grpo and hadw, seeds 1-3, in the TRL study's design)")
     p.add_argument("--model", default=None, type=OutputDir(),
                    help="trl --task arith: the starting model's folder (default outputs/arith_model; pretrained "
                         "there and checked against its recorded sha256 when absent)")
@@ -62,9 +62,9 @@ def add_subcommand(sub) -> None:
 def study(args: argparse.Namespace) -> int:
     if args.trainer == "trl":
         plan = _trl_plan(args)
-    elif args.task != "toy" or args.model is not None:
-        raise CommandError("argument --task", "the verl study runs the toy; --task arith is the TRL study's "
-                           "(--trainer trl)")
+    elif args.model is not None:
+        raise CommandError("argument --model", "the TRL arithmetic study's (--trainer trl); the verl study pretrains "
+                           "the starting model into its assets")
     else:
         plan = _verl_plan(args)
     start = time.time()
@@ -93,19 +93,24 @@ def study(args: argparse.Namespace) -> int:
 
 
 def _verl_plan(args):
-    from verl_hadw.research.study import StudyPlan, quick_plan
+    from verl_hadw.research.study import StudyPlan, arith_plan, quick_plan
 
     if args.lrs is not None:
         raise CommandError("argument --lrs", "the verl study takes one --lr; --lrs is the TRL study's (--trainer trl)")
     if args.quick:
+        if args.task == "arith":
+            raise CommandError("argument --quick", "the verl study's pipeline check runs the toy; --task arith "
+                               "pretrains its model (about a minute) and runs the arithmetic design")
         plan = quick_plan(Path(args.out or StudyPlan().out))
         plan.extra = list(args.overrides)
         return plan
+    default = arith_plan() if args.task == "arith" else StudyPlan()
     chosen = {"out": args.out, "methods": args.methods, "seeds": args.seeds, "steps": args.steps,
               "prompts": args.prompts, "lr": args.lr, "test_freq": args.test_freq, "val_prompts": args.val_prompts,
               "val_n": args.val_n}
-    _check_methods(args.methods or StudyPlan().methods)
-    return StudyPlan(**{k: v for k, v in chosen.items() if v is not None}, extra=list(args.overrides))
+    _check_methods(args.methods or default.methods)
+    return dataclasses.replace(default, **{k: v for k, v in chosen.items() if v is not None},
+                               extra=list(args.overrides))
 
 
 def _trl_plan(args):

@@ -1,7 +1,7 @@
-"""The generated tables of ``docs/does-it-help.md``, from the TRL study's committed CSVs (``docs/study/trl/``).
+"""The generated tables of ``docs/does-it-help.md``, from the TRL studies' committed CSVs (``STUDIES``).
 
-``fill(page, tables)`` rewrites each block between ``<!-- generated: NAME -->`` and ``<!-- end: NAME -->`` (a name
-of ``BLOCKS``); ``python -m verl_hadw.research.does_it_help`` does it in place, and
+``fill(page, studies)`` rewrites each block between ``<!-- generated: STUDY.NAME -->`` and ``<!-- end: STUDY.NAME -->``
+(a study of ``STUDIES`` and one of its blocks); ``python -m verl_hadw.research.does_it_help`` does it in place, and
 ``tests/research/test_does_it_help.py`` fails when the committed page is not what its CSVs give.
 """
 
@@ -12,14 +12,16 @@ import re
 import sys
 from collections import ChainMap
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from verl_hadw.research.study_stats import t_interval
-from verl_hadw.research.trl_study import ALL, TABLE_FILES, TrlStudyPlan, read_csv
+from verl_hadw.research.trl_study import ALL, ARITH_TABLE_FILES, TABLE_FILES, TrlStudyPlan, read_csv
 from verl_hadw.research.trl_study_stats import (
     ALPHA,
+    ARITH_FAMILIES,
     FAMILIES,
     comparisons_table,
     holm,
@@ -31,38 +33,48 @@ from verl_hadw.research.trl_study_stats import (
 )
 from verl_hadw.toy.task import TIERS
 
-__all__ = ["TABLES", "BLOCKS", "HARD_TIERS", "StudyTables", "read_tables", "fill", "main"]
+__all__ = ["Study", "STUDIES", "BLOCKS", "HARD_TIERS", "StudyTables", "read_tables", "fill", "main"]
 
-TABLES = tuple(TABLE_FILES)
 HARD_TIERS = ("hard", "hardest")  # where the papers say the weight should move
 EARLY = 20  # the mechanism's early window: steps 1-20, before the methods' policies have drifted far apart
-BLOCK = re.compile(r"(<!-- generated: (\w+) -->\n)(.*?)(<!-- end: \2 -->)", re.S)
+BLOCK = re.compile(r"(<!-- generated: (\w+)\.(\w+) -->\n)(.*?)(<!-- end: \2\.\3 -->)", re.S)
+
+
+@dataclass(frozen=True)
+class Study:
+    """One study on the page: its committed CSVs, their files (``trl_study.TABLE_FILES``), its families of
+    comparisons and the blocks it fills."""
+
+    folder: Path
+    files: Mapping[str, str]
+    families: Mapping[str, tuple]
+    blocks: tuple[str, ...]
 
 
 class StudyTables(Mapping):
-    """The study's four tables in ``folder`` (``trl_study.TABLE_FILES``), each read when a block first asks for it
-    (the advantage-mass table is large)."""
+    """A study's tables in ``folder`` (``files``: name -> file), each read when a block first asks for it (the
+    advantage-mass tables are large)."""
 
-    def __init__(self, folder: Path):
-        self.folder, self._read = Path(folder), {}
+    def __init__(self, folder: Path, files: Mapping[str, str] = TABLE_FILES):
+        self.folder, self.files, self._read = Path(folder), files, {}
 
     def __getitem__(self, name: str) -> list[dict]:
-        if name not in TABLES:
+        if name not in self.files:
             raise KeyError(name)
         if name not in self._read:
-            self._read[name] = read_csv(self.folder / TABLE_FILES[name])
+            self._read[name] = read_csv(self.folder / self.files[name])
         return self._read[name]
 
     def __iter__(self):
-        return iter(TABLES)
+        return iter(self.files)
 
     def __len__(self) -> int:
-        return len(TABLES)
+        return len(self.files)
 
 
-def read_tables(folder: Path) -> StudyTables:
-    """The study's tables in ``folder``, read as the blocks ask for them."""
-    return StudyTables(folder)
+def read_tables(root: Path = Path(".")) -> dict[str, StudyTables]:
+    """Every study's tables, from its folder under ``root`` (the repository), read as the blocks ask for them."""
+    return {name: StudyTables(Path(root) / study.folder, study.files) for name, study in STUDIES.items()}
 
 
 def _ci(values) -> str:
@@ -109,19 +121,19 @@ def runs(tables) -> str:
 
 
 def accuracy(tables) -> str:
-    rows = tables["val_accuracy"]
-    lines = ["| lr | method | seeds | " + " | ".join(TIERS) + " | **all** (primary) | AUC, all |",
-             "|---|---|---|" + "---|" * (len(TIERS) + 2)]
+    rows, outcomes = tables["val_accuracy"], tables["outcomes"]
+    lines = ["| lr | method | seeds | " + " | ".join(TIERS) + "".join(f" | **{o}** (primary)" for o in outcomes)
+             + " | AUC, all |", "|---|---|---|" + "---|" * (len(TIERS) + len(outcomes) + 1)]
     for lr in lrs_in(rows):
         for method in methods_in(rows):
-            per_tier = {t: run_scores(rows, method, lr, t) for t in (*TIERS, ALL)}
-            finals = [v["final"] for v in per_tier[ALL].values()]
-            if not finals:  # no finished run of this method at this learning rate
+            per_tier = {t: run_scores(rows, method, lr, t) for t in (*TIERS, *outcomes)}
+            if not per_tier[ALL]:  # no finished run of this method at this learning rate
                 continue
             columns = [_ci([v["final"] for v in per_tier[t].values()]) for t in TIERS]
+            columns += [f"**{_ci([v['final'] for v in per_tier[o].values()])}**" for o in outcomes]
             aucs = [v["auc"] for v in per_tier[ALL].values()]
-            lines.append(f"| {lr:g} | `{method}` | {len(finals)} | " + " | ".join(columns)
-                         + f" | **{_ci(finals)}** | {_ci(aucs)} |")
+            lines.append(f"| {lr:g} | `{method}` | {len(per_tier[ALL])} | " + " | ".join(columns)
+                         + f" | {_ci(aucs)} |")
     start = {r["seed"]: r["value"] for r in rows if r["step"] == 0 and r["tier"] == ALL}  # the same for every method
     return "\n".join(lines) + (f"\n\nAt step 0 (each seed's initial model, shared by every method and learning rate; "
                                f"{len(start)} seeds): {_ci(list(start.values()))}.")
@@ -131,19 +143,23 @@ def _comparison_rows(tables, family: str) -> list[dict]:
     return [r for r in tables["comparisons"] if r["family"] == family]
 
 
-def _row(r: dict, resolves: bool) -> str:
-    columns = [f"{r['lr']:g}", f"`{r['first']}` − `{r['second']}`", f"{r['diff']:+.3f} ± {r['ci']:.3f}", _p(r["p_t"]),
-             _p(r["p_w"]), _p(r["p_holm"]) + holm_mark(r["p_holm"]), f"{r['ahead']}/{r['seeds']}"]
+def _row(r: dict, resolves: bool, outcome: bool) -> str:
+    columns = [f"{r['lr']:g}", f"`{r['first']}` − `{r['second']}`", *([r["tier"]] if outcome else []),
+               f"{r['diff']:+.3f} ± {r['ci']:.3f}", _p(r["p_t"]), _p(r["p_w"]),
+               _p(r["p_holm"]) + holm_mark(r["p_holm"]), f"{r['ahead']}/{r['seeds']}"]
     if resolves:
         columns.append(f"{r['resolves']:.3f}")
     return "| " + " | ".join(columns) + " |"
 
 
 def _comparisons(tables, family: str, resolves: bool) -> str:
-    head = "| lr | comparison | difference (95 % CI) | p (t) | p (Wilcoxon) | p (Holm) | seeds ahead |"
-    lines = [head + (" resolves |" if resolves else ""), "|---|---|---|---|---|---|---|" + ("---|" if resolves else "")]
+    outcome = len(tables["outcomes"]) > 1  # a family of two outcomes names each row's
+    head = "| lr | comparison |" + (" outcome |" if outcome else "") + (" difference (95 % CI) | p (t) | p (Wilcoxon) "
+                                                                       "| p (Holm) | seeds ahead |")
+    lines = [head + (" resolves |" if resolves else ""),
+             "|---|---|---|---|---|---|---|" + ("---|" if outcome else "") + ("---|" if resolves else "")]
     members = _comparison_rows(tables, family)
-    lines += [_row(r, resolves) for r in members]
+    lines += [_row(r, resolves, outcome) for r in members]
     return "\n".join(lines) + f"\n\n{len(members)} comparisons in the family; ★: Holm-corrected p < {ALPHA}."
 
 
@@ -233,33 +249,95 @@ def phi(tables) -> str:
     return "\n".join(lines)
 
 
+def _run_means(rows, names, first: int, last: int) -> dict[tuple, dict[str, float]]:
+    """(lr, method, seed) -> the mean of each of ``names`` (a row's tier) over the run's steps first..last that have
+    it."""
+    values: dict[tuple, dict[str, list[float]]] = {}
+    for r in rows:
+        if first <= r["step"] <= last and r["tier"] in names:
+            values.setdefault((r["lr"], r["method"], r["seed"]), {}).setdefault(r["tier"], []).append(r["value"])
+    return {key: {name: float(np.mean(v)) for name, v in by_name.items()} for key, by_name in values.items()}
+
+
+def _of(means: dict[tuple, dict[str, float]], lr: float, method: str) -> list[dict[str, float]]:
+    return [v for (l_, m, _), v in means.items() if l_ == lr and m == method]
+
+
+def balance(tables) -> str:
+    rows = tables["balance"]
+    last = max(r["step"] for r in rows)
+    lines = ["| steps | lr | method | " + " | ".join(TIERS) + " |", "|---|---|---|" + "---|" * len(TIERS)]
+    for first, to in ((1, EARLY), (1, last)):
+        means = _run_means(rows, TIERS, first, to)
+        for lr in lrs_in(rows):
+            for method in methods_in(rows):
+                runs_ = _of(means, lr, method)
+                if runs_:
+                    lines.append(f"| {first}-{to} | {lr:g} | `{method}` | "
+                                 + " | ".join(_ci([v[t] for v in runs_ if t in v]) for t in TIERS) + " |")
+    return "\n".join(lines) + ("\n\nΣ A⁺ / Σ |A⁻| over each step's groups of a tier, after weighting: the mean over "
+                               "the steps of each run that have a mixed group of the tier, then over seeds ± 95 %. "
+                               "It is 1 where every group's advantages sum to zero.")
+
+
+def anchor(tables) -> str:
+    rows = tables["anchor"]
+    last = max(r["step"] for r in rows)
+    windows = ((1, 10), (last // 2 - 4, last // 2 + 5), (last - 9, last))
+    lines = ["| lr | method | steps | anchor C_t⁻ | batch accuracy y_t | C_t⁻ − y_t |", "|---|---|---|---|---|---|"]
+    for lr in lrs_in(rows):
+        for method in methods_in(rows):
+            for first, to in windows:
+                runs_ = _of(_run_means(rows, ("anchor", "batch_acc"), first, to), lr, method)
+                if runs_:
+                    lines.append(f"| {lr:g} | `{method}` | {first}-{to} | {_ci([v['anchor'] for v in runs_])} | "
+                                 f"{_ci([v['batch_acc'] for v in runs_])} | "
+                                 f"{_ci([v['anchor'] - v['batch_acc'] for v in runs_])} |")
+    return "\n".join(lines) + ("\n\nThe mean over the window's steps of each run, then over seeds ± 95 %. C_t⁻ is the "
+                               "anchor the step's weights are computed from; y_t the step's batch accuracy.")
+
+
 COMPARED = {"primary", "auc", "per_tier"}  # the blocks that read the comparisons
 # design: TrlStudyPlan's defaults (fixed before the runs); runs: the finished runs per lr and method; accuracy: held-out
 # accuracy at the last step per tier, and AUC, mean over seeds ± 95 %; primary, auc, per_tier: the comparisons paired
 # by seed with raw and Holm-corrected p, one table per family; mechanism: each tier's share of the advantage mass Σ|A|,
-# and the hard tiers' share against GRPO's; phi: the mean Φ of the hadw runs (grpo_lr_phi's learning-rate factor)
+# and the hard tiers' share against GRPO's; phi: the mean Φ of the hadw runs (grpo_lr_phi's learning-rate factor);
+# balance: Σ A⁺ / Σ |A⁻| per tier; anchor: HA-DW's anchor beside the batch accuracy
 BLOCKS = {"design": design, "runs": runs, "accuracy": accuracy, "primary": primary, "auc": auc,
-          "per_tier": per_tier, "mechanism": mechanism, "phi": phi}
+          "per_tier": per_tier, "mechanism": mechanism, "balance": balance, "anchor": anchor, "phi": phi}
+STUDIES = {
+    "toy": Study(Path("docs/study/trl"), TABLE_FILES, FAMILIES,
+                 ("design", "runs", "accuracy", "primary", "auc", "per_tier", "mechanism", "phi")),
+    "arith": Study(Path("docs/study/arith"), ARITH_TABLE_FILES, ARITH_FAMILIES,
+                   ("runs", "accuracy", "primary", "auc", "per_tier", "mechanism", "balance", "anchor", "phi")),
+}
 
 
-def fill(page: str, tables: Mapping[str, list[dict]]) -> str:
-    """``page`` with every generated block rewritten from ``tables``; an unknown block name is an error."""
-    names = [m.group(2) for m in BLOCK.finditer(page)]
-    unknown = sorted(set(names) - set(BLOCKS))
+def fill(page: str, studies: Mapping[str, Mapping[str, list[dict]]]) -> str:
+    """``page`` with every generated block rewritten from its study's tables (``studies``: a study's name -> its
+    tables); a block that is not one of its study's is an error."""
+    found = [(m.group(2), m.group(3)) for m in BLOCK.finditer(page)]
+    unknown = sorted({f"{s}.{b}" for s, b in found if s not in STUDIES or b not in STUDIES[s].blocks})
     if unknown:
-        raise ValueError(f"unknown generated block(s) {unknown}; known: {sorted(BLOCKS)}")
-    # the comparisons, which three blocks read, computed once and only for a page that shows them
-    derived = {"comparisons": comparisons_table(tables["val_accuracy"])} if set(names) & COMPARED else {}
-    return BLOCK.sub(lambda m: f"{m.group(1)}{BLOCKS[m.group(2)](ChainMap(derived, tables))}\n{m.group(4)}", page)
+        known = sorted(f"{s}.{b}" for s, study in STUDIES.items() for b in study.blocks)
+        raise ValueError(f"unknown generated block(s) {unknown}; known: {known}")
+    tables = {}
+    for name in dict.fromkeys(s for s, _ in found):
+        families = STUDIES[name].families
+        derived = {"outcomes": families["primary"][1]}
+        if any(b in COMPARED for s, b in found if s == name):  # computed once, and only for a page that shows them
+            derived["comparisons"] = comparisons_table(studies[name]["val_accuracy"], families)
+        tables[name] = ChainMap(derived, studies[name])
+    return BLOCK.sub(lambda m: f"{m.group(1)}{BLOCKS[m.group(3)](tables[m.group(2)])}\n{m.group(5)}", page)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m verl_hadw.research.does_it_help [CSV_DIR [PAGE]]``: rewrite the page's generated blocks."""
+    """``python -m verl_hadw.research.does_it_help [PAGE]``: rewrite the page's generated blocks from the studies'
+    committed CSVs (``STUDIES``; run from the repository's root)."""
     argv = sys.argv[1:] if argv is None else argv
-    folder = Path(argv[0]) if argv else Path("docs/study/trl")
-    page = Path(argv[1]) if len(argv) > 1 else Path("docs/does-it-help.md")
-    page.write_text(fill(page.read_text(), read_tables(folder)))
-    print(f"wrote {page} from {folder}")
+    page = Path(argv[0]) if argv else Path("docs/does-it-help.md")
+    page.write_text(fill(page.read_text(), read_tables()))
+    print(f"wrote {page} from {', '.join(str(study.folder) for study in STUDIES.values())}")
     return 0
 
 

@@ -29,12 +29,12 @@ from verl_hadw.research.study_stats import (
     val_key,
     val_table,
 )
+from verl_hadw.toy import TASKS
 from verl_hadw.toy.task import TIERS
 
 __all__ = [
-    "METHODS", "StudyPlan", "check_methods", "quick_plan", "base_overrides", "run_one", "run_study", "measured_phi",
-    "run_metrics",
-    "load_runs", "write_outputs",
+    "METHODS", "StudyPlan", "check_methods", "quick_plan", "arith_plan", "base_overrides", "run_one", "run_study",
+    "measured_phi", "run_metrics", "load_runs", "write_outputs",
     # the statistics (research.study_stats), re-exported: one import for the study's callers
     "ALL", "PHI_METRIC", "val_key", "val_table", "summarise", "comparisons", "paired_tests", "summary_markdown",
     "plot_curves",
@@ -84,12 +84,14 @@ class StudyPlan:
     methods: list[str] = field(default_factory=lambda: list(METHODS))
     seeds: list[int] = field(default_factory=lambda: [1, 2, 3, 4, 5])
     steps: int = 30
-    prompts: int = 16  # prompts a step (x rollout.n = 4 responses), set here: the study does not follow the demo's
+    prompts: int = 16  # prompts a step (x group responses), set here: the study does not follow the demo's
     lr: float = 5e-3  # the actor's learning rate (grpo_lr_phi: times the measured Φ), also the study's own
     test_freq: int = 5
     val_prompts: int = 32  # held-out prompts, a quarter per tier
     val_n: int = 4  # sampled answers per held-out prompt (temperature 1)
     extra: list[str] = field(default_factory=list)  # Hydra overrides for every run
+    task: str = "toy"  # toy (random weights) | arith (the pretrained model; configs/cpu/task/arith.yaml on top)
+    group: int = 4  # answers a prompt (rollout.n)
 
     def __post_init__(self):
         self.out = Path(self.out)
@@ -98,6 +100,8 @@ class StudyPlan:
             raise ValueError("steps, prompts, test_freq and val_n must be >= 1 and val_prompts >= 4 (one per tier)")
         if not self.lr > 0:
             raise ValueError(f"lr must be > 0, got {self.lr}")
+        if self.task not in TASKS or self.group < 2:
+            raise ValueError(f"task must be one of {', '.join(TASKS)} and group >= 2, got {self.task!r}, {self.group}")
 
     @property
     def assets(self) -> Path:
@@ -126,6 +130,15 @@ def quick_plan(out: Path) -> StudyPlan:
                      val_prompts=8, val_n=2)
 
 
+def arith_plan(out: Path = Path("runs/study_arith")) -> StudyPlan:
+    """The arithmetic task through verl, in the TRL arithmetic study's design (``trl_study.arith_plan``): 16 prompts
+    × 8 answers, lr 3e-4, 150 steps, each tier's 100 held-out problems × 4 answers (every 30 steps: the final
+    accuracy is what is compared); a few seeds of ``grpo`` and ``hadw`` to set beside that study's spread
+    (docs/does-it-help.md)."""
+    return StudyPlan(out=Path(out), methods=["hadw", "grpo"], seeds=[1, 2, 3], steps=150, prompts=16, lr=3e-4,
+                     test_freq=30, val_prompts=400, val_n=4, task="arith", group=8)
+
+
 def base_overrides(plan: StudyPlan, method: str, seed: int, lr: float | None = None) -> list[str]:
     """The run's Hydra overrides on configs/cpu/demo.yaml; ``lr`` defaults to the plan's."""
     run_dir = plan.run_dir(method, seed).resolve()
@@ -134,6 +147,7 @@ def base_overrides(plan: StudyPlan, method: str, seed: int, lr: float | None = N
         f"data.seed={seed}",
         f"trainer.total_training_steps={plan.steps}",
         f"data.train_batch_size={plan.prompts}",
+        f"actor_rollout_ref.rollout.n={plan.group}",
         f"actor_rollout_ref.actor.ppo_mini_batch_size={plan.prompts}",  # one mini-batch a step, as in the demo
         f"actor_rollout_ref.actor.optim.lr={plan.lr if lr is None else lr:.6g}",
         f"trainer.test_freq={plan.test_freq}",
@@ -186,7 +200,7 @@ def run_one(plan: StudyPlan, method: str, seed: int, log=print) -> bool:
     start = time.time()
     for attempt in range(1, ATTEMPTS + 1):
         with _START_GATE.passage() as started:  # one run at a time through Ray's start-up
-            code, output = run(str(plan.assets), overrides, test_rows=plan.val_prompts,
+            code, output = run(str(plan.assets), overrides, test_rows=plan.val_prompts, task=plan.task,
                                on_line=lambda line: started() if RAY_STARTED in line else None)
         (run_dir / "main_ppo.log").write_text(output)
         if code == 0:
@@ -214,7 +228,7 @@ def run_study(plan: StudyPlan, log=print, workers: int = 1) -> list[Path]:
 
     from verl_hadw.toy.launch import ensure_assets
 
-    ensure_assets(str(plan.assets), plan.val_prompts)  # once, before runs start in parallel
+    ensure_assets(str(plan.assets), plan.val_prompts, plan.task)  # once, before runs start in parallel
     # hadw first, then method by method in the order of the main questions (HA-DW vs GRPO, vs GRPO at HA-DW's
     # step size, DGPO), so a study cut short still answers the first ones over every seed
     order = [m for m in ("hadw", "grpo", "grpo_lr_phi", "dgpo", "hadw_dgpo") if m in plan.methods]

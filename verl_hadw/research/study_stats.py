@@ -12,7 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from verl_hadw.toy.task import TIERS, data_source
+from verl_hadw.toy import task_module
+from verl_hadw.toy.task import TIERS
 
 __all__ = [
     "ALL", "BASELINE", "PHI_METRIC", "val_key", "val_table", "train_table", "t_interval", "run_scores", "summarise",
@@ -24,9 +25,10 @@ PHI_METRIC = "hadw/phi_mean"
 ALL = "all"  # the tier column's value for the mean over the four tiers
 
 
-def val_key(tier: str, n: int) -> str:
-    """verl's core validation metric of a tier: the mean of its ``acc`` (the reward, 0/1) over n samples."""
-    return f"val-core/{data_source(tier)}/acc/mean@{n}"
+def val_key(tier: str, n: int, task: str = "toy") -> str:
+    """verl's core validation metric of a tier of ``task``: the mean of its ``acc`` (the reward, 0/1) over n
+    samples."""
+    return f"val-core/{task_module(task).data_source(tier)}/acc/mean@{n}"
 
 
 def val_table(plan, runs) -> list[dict]:
@@ -35,7 +37,7 @@ def val_table(plan, runs) -> list[dict]:
     rows = []
     for (method, seed), steps in runs.items():
         for step in sorted(steps):
-            accs = {tier: steps[step].get(val_key(tier, plan.val_n)) for tier in TIERS}
+            accs = {tier: steps[step].get(val_key(tier, plan.val_n, plan.task)) for tier in TIERS}
             if any(v is None for v in accs.values()):
                 continue
             accs[ALL] = float(np.mean(list(accs.values())))

@@ -32,6 +32,7 @@ from verl_hadw.research.trl_study_stats import (
     TWO_HARDEST,
     plot_advantage_share,
     plot_curves,
+    plot_mechanism,
     summary_markdown,
 )
 from verl_hadw.toy.task import TIERS
@@ -244,4 +245,6 @@ def write_outputs(plan: TrlStudyPlan) -> list[Path]:
     paths.append(plan.out / "summary.md")
     paths.append(plot_curves(tables["val_accuracy"], plan.out / "curves.png"))
     paths.append(plot_advantage_share(tables["advantage_share"], plan.out / "advantage_share.png"))
+    if tables.get("anchor"):
+        paths.append(plot_mechanism(tables["balance"], tables["anchor"], plan.out / "mechanism.png"))
     return paths

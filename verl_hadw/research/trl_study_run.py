@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+from verl_hadw.toy import task_module
+
 __all__ = ["train", "validate", "main", "METHOD_FIELDS"]
 
 VAL_SEED = 1_000_003  # the validation generator's seed: VAL_SEED + 10,000 × the run's seed + the step
@@ -24,19 +26,6 @@ METHOD_FIELDS = {
     "hadw_authors": {"adv_estimator": "hadw", "hadw_difficulty_from": "reward", "hadw_anchor_mode": "moving_average",
                      "hadw_anchor_window": 10, "hadw_anchor_include_current": True, "hadw_lambda_scale": 1.5},
 }
-
-
-def task_module(name: str):
-    """The task of a spec: ``toy`` (verl_hadw.toy.task) or ``arith`` (verl_hadw.toy.arith)."""
-    if name == "arith":
-        from verl_hadw.toy import arith
-
-        return arith
-    if name == "toy":
-        from verl_hadw.toy import task
-
-        return task
-    raise ValueError(f"unknown study task {name!r}; choose toy or arith")
 
 
 def _rows(task, n: int, seed: int, split: str, first: int = 0) -> list[dict]:
@@ -76,7 +65,7 @@ def validate(model, tokenizer, task, rows: list[dict], n: int, seed: int, max_ne
 def _model(spec: dict, seed: int):
     """(tokenizer, model) a run starts from: the toy's random weights of the seed, or the pretrained arithmetic
     model (the same weights for every seed)."""
-    from verl_hadw.toy.assets import build_model, build_tokenizer
+    from verl_hadw.toy.model import build_model, build_tokenizer
 
     if spec.get("task", "toy") == "arith":
         from transformers import AutoModelForCausalLM

@@ -14,8 +14,7 @@ from verl_hadw.toy.task import TIERS
 
 __all__ = ["METHODS", "TOY_METHODS", "ARITH_METHODS", "COMPARISONS", "FAMILIES", "ARITH_FAMILIES", "TWO_HARDEST",
            "ALPHA", "run_scores", "paired", "holm", "smallest_difference", "comparisons_table", "lrs_in", "methods_in",
-           "holm_mark", "summary_markdown", "plot_curves",
-           "plot_advantage_share"]
+           "holm_mark", "summary_markdown", "plot_curves", "plot_advantage_share", "plot_mechanism"]
 
 METHODS = ("grpo", "hadw", "hadw_authors", "dgpo", "hadw_dgpo", "grpo_lr_phi")  # every method, in the tables' order
 TOY_METHODS = ("grpo", "hadw", "dgpo", "hadw_dgpo", "grpo_lr_phi")
@@ -222,3 +221,35 @@ def plot_advantage_share(share_rows: list[dict], path: Path) -> Path:
     learning rate, a panel per method, a line per tier."""
     return _band_grid(share_rows, path, methods_in(share_rows), TIERS, lambda method, tier: (method, tier),
                       lambda method, lr: f"{method}, lr {lr:g}", "share of Σ|A|", sharey=True, marker=None)
+
+
+def plot_mechanism(balance_rows: list[dict], anchor_rows: list[dict], path: Path) -> Path:
+    """HA-DW's mechanism over training, mean over seeds with its 95 % band: a panel per method with an anchor (its
+    Σ A⁺ / Σ|A⁻| per tier against GRPO's 1), then the anchor C_t⁻ beside the batch accuracy y_t of each."""
+    from verl_hadw.plotting import pyplot, save_figure
+
+    plt = pyplot()
+    weighted = methods_in(anchor_rows)
+    fig, axes = plt.subplots(1, len(weighted) + 1, figsize=(3.6 * (len(weighted) + 1), 3.0), squeeze=False)
+    lr = lrs_in(anchor_rows)[0]
+
+    def band(ax, rows, method, tier, color, label, style="-"):
+        steps, mean, half = _curve(rows, method, tier, lr)
+        ax.plot(steps, mean, style, color=color, label=label, linewidth=1)
+        ax.fill_between(steps, mean - half, mean + half, color=color, alpha=0.15)
+
+    for ax, method in zip(axes[0], weighted):
+        for i, tier in enumerate(TIERS):
+            band(ax, balance_rows, method, tier, f"C{i}", tier)
+        ax.axhline(1.0, color="grey", linestyle=":", label="GRPO")
+        ax.set_title(f"{method}: Σ A⁺ / Σ|A⁻| per tier", fontsize=9)
+        ax.set_xlabel("step")
+    axes[0][0].legend(fontsize=7)
+    ax = axes[0][-1]
+    for i, method in enumerate(weighted):
+        band(ax, anchor_rows, method, "anchor", f"C{i}", f"{method}: C_t⁻")
+        band(ax, anchor_rows, method, "batch_acc", f"C{i}", f"{method}: y_t", style="--")
+    ax.set_title(f"anchor and batch accuracy, lr {lr:g}", fontsize=9)
+    ax.set_xlabel("step")
+    ax.legend(fontsize=7)
+    return save_figure(fig, path, dpi=100)

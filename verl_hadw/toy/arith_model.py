@@ -50,7 +50,7 @@ def pretrain(out_dir: Path, recipe: dict = RECIPE, log=print):
     """Train the model of ``recipe`` on the training problems and save it with its tokenizer into ``out_dir``."""
     import torch
 
-    from verl_hadw.toy.assets import build_model, build_tokenizer
+    from verl_hadw.toy.model import build_model, build_tokenizer
 
     torch.set_num_threads(1)
     tokenizer = build_tokenizer(arith.CHARS, CHAT_TEMPLATE)

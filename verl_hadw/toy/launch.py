@@ -62,17 +62,18 @@ def command(overrides: list[str], config_name: str = "demo", python: str | None 
     return [*head, *extra, *overrides]
 
 
-def ensure_assets(assets: str, test_rows: int = 32) -> None:
-    """Build the toy assets in ``assets`` unless a folder of the current task version is there."""
+def ensure_assets(assets: str, test_rows: int = 32, task: str = "toy") -> None:
+    """Build the assets of ``task`` in ``assets`` unless a folder of that task, its current version and
+    ``test_rows`` is there."""
     from verl_hadw.toy.assets import VERSION, build
 
     path = os.path.join(assets, "assets.json")
     if os.path.exists(path):
         with open(path) as f:
             built = json.load(f)
-        if built.get("version") == VERSION and built.get("test_rows", 32) == test_rows:
+        if (built.get("version"), built.get("task", "toy"), built.get("test_rows", 32)) == (VERSION, task, test_rows):
             return
-    build(assets, test_rows=test_rows)
+    build(assets, test_rows=test_rows, task=task)
 
 
 VOLATILE = re.compile(r"timing|(^|/)perf/|memory|throughput")  # wall-clock and memory readings
@@ -108,12 +109,17 @@ def stream(cmd: list[str], cwd: str | None = None, env: dict | None = None, on_l
     return proc.returncode, "".join(lines)
 
 
+TASK_OVERRIDES = {"toy": [], "arith": ["+task=arith"]}  # each task's config on top of demo.yaml: configs/cpu/task/
+
+
 def run(assets: str, overrides: list[str], cwd: str | None = None, on_line=None, timeout: float | None = None,
-        test_rows: int = 32, python: str | None = None, env: dict | None = None):
-    """Run main_ppo; returns (exit code, full output). ``on_line`` sees each output line as it arrives; ``timeout``
-    as in ``stream``; ``python`` as in ``command``; ``env``: variables set on top of the run's environment."""
-    ensure_assets(assets, test_rows)
-    return stream(command(overrides, python=python), cwd, {**environment(assets), **(env or {})}, on_line, timeout)
+        test_rows: int = 32, python: str | None = None, env: dict | None = None, task: str = "toy"):
+    """Run main_ppo on ``task``'s demo config; returns (exit code, full output). ``on_line`` sees each output line as
+    it arrives; ``timeout`` as in ``stream``; ``python`` as in ``command``; ``env``: variables set on top of the run's
+    environment."""
+    ensure_assets(assets, test_rows, task)
+    return stream(command([*TASK_OVERRIDES[task], *overrides], python=python), cwd,
+                  {**environment(assets), **(env or {})}, on_line, timeout)
 
 
 TABLE = [  # (column, metric, format)

@@ -10,7 +10,7 @@ import argparse
 import json
 import os
 
-from verl_hadw.toy.assets import build_model, build_tokenizer
+from verl_hadw.toy.model import build_model, build_tokenizer
 from verl_hadw.toy.task import make_rows
 
 __all__ = ["build"]
