@@ -1,6 +1,6 @@
 """The arithmetic task's starting model: a character-level Qwen2, pretrained on CPU to a graded competence.
 
-``python -m verl_hadw.toy.arith_model OUT_DIR`` trains it (about two minutes of one core), saves it with its
+``python -m verl_hadw.toy.arith_model OUT_DIR`` trains it (about a minute of one core), saves it with its
 tokenizer, prints its held-out accuracy per tier at temperature 1 and checks the weights' sha256 against
 ``WEIGHTS_SHA256``. Deterministic: the same torch build on the same CPU gives the same bytes.
 """
@@ -139,7 +139,7 @@ def ensure_model(model_dir: Path, verify: bool = True, log=print) -> Path:
     ``WEIGHTS_SHA256`` unless ``verify`` is false."""
     model_dir = Path(model_dir)
     if not (model_dir / WEIGHTS).exists():
-        log(f"arith: pretraining the starting model into {model_dir} (about two minutes)")
+        log(f"arith: pretraining the starting model into {model_dir} (about a minute)")
         pretrain(model_dir, log=log)
     digest = weights_sha256(model_dir)
     if verify and digest != WEIGHTS_SHA256:

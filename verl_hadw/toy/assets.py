@@ -18,6 +18,16 @@ from verl_hadw.toy.model import build_model, build_tokenizer
 # the task rows' version (2: four balanced tiers; 3: test prompts numbered after the training ones);
 # launch.ensure_assets rebuilds asset folders of another version
 VERSION = 3
+def arith_tokenizer():
+    """The arithmetic model's tokenizer as verl's agent loop needs it. verl builds a Qwen2 model's ChatML tokens with a
+    one-token newline (inserted only between turns), so it gets one after the model's 16 tokens: a single-turn
+    problem never reads or writes it."""
+    from verl_hadw.toy import arith
+    from verl_hadw.toy.arith_model import CHAT_TEMPLATE
+
+    return build_tokenizer(arith.CHARS + "\n", CHAT_TEMPLATE)
+
+
 TRAIN_ROWS = {"toy": 256, "arith": 4096}  # the arithmetic rows as the TRL study's (research.trl_study.arith_plan)
 
 
@@ -34,12 +44,10 @@ def build(out_dir: str, seed: int = 0, train_rows: int | None = None, test_rows:
     if task == "arith":
         from pathlib import Path
 
-        from verl_hadw.toy.arith_model import CHAT_TEMPLATE, ensure_model
+        from verl_hadw.toy.arith_model import ensure_model
 
         ensure_model(Path(model_dir))
-        # verl's agent loop builds Qwen ChatML tokens with a one-token newline, inserted only between turns: the
-        # tokenizer gets one after the model's 16 tokens, which a single-turn problem never reads or writes
-        build_tokenizer(rows_of.CHARS + "\n", CHAT_TEMPLATE).save_pretrained(model_dir)
+        arith_tokenizer().save_pretrained(model_dir)
     else:
         tokenizer = build_tokenizer()
         build_model(tokenizer, seed).save_pretrained(model_dir)

@@ -155,15 +155,24 @@ def table_printer(out=sys.stdout):
 DEMO_SAVE_FREQ = 15  # the demo saves verl checkpoints (each with the anchor) at steps 15 and 30
 
 
-def demo_overrides(out: str) -> list[str]:
+def demo_overrides(out: str, name: str = "demo") -> list[str]:
     """What ``scripts/demo_cpu.sh`` adds to configs/cpu/demo.yaml: its name, checkpoints under ``out``."""
-    return ["trainer.experiment_name=demo", f"trainer.default_local_dir={os.path.abspath(out)}/checkpoints",
+    return [f"trainer.experiment_name={name}", f"trainer.default_local_dir={os.path.abspath(out)}/checkpoints",
             f"trainer.save_freq={DEMO_SAVE_FREQ}"]
 
 
+ASSETS = {"toy": os.path.join("runs", "cpu_assets"), "arith": os.path.join("runs", "arith_assets")}
+TEST_ROWS = {"toy": 32, "arith": 400}  # held-out prompts; arith: each tier's 100, the TRL study's held-out set
+
+
 def main() -> None:
+    from verl_hadw.toy import TASKS
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--assets", default=os.path.join("runs", "cpu_assets"))
+    parser.add_argument("--task", choices=TASKS, default="toy",
+                        help="toy: the one-character task from random weights; arith: sums and products from the "
+                             "pretrained model (configs/cpu/task/arith.yaml on top of the demo's config)")
+    parser.add_argument("--assets", default=None, help=f"default: {ASSETS['toy']}; --task arith: {ASSETS['arith']}")
     parser.add_argument("--log", default=None, help="write verl's full output here and print a metrics table")
     parser.add_argument("--plot", default=None, help="with --log: also save reward, C⁻ and y_t per step as this PNG")
     parser.add_argument("--demo", default=None, metavar="DIR",
@@ -175,22 +184,41 @@ def main() -> None:
     if args.demo is not None:
         shutil.rmtree(os.path.join(args.demo, "checkpoints"), ignore_errors=True)
         args.log, args.plot = os.path.join(args.demo, "main_ppo.log"), os.path.join(args.demo, "demo.png")
-        overrides = [*demo_overrides(args.demo), *overrides]
+        overrides = [*demo_overrides(args.demo, "demo" if args.task == "toy" else f"demo_{args.task}"), *overrides]
     start = time.monotonic()
+    assets, rows = args.assets or ASSETS[args.task], TEST_ROWS[args.task]
     if args.log is None:
-        code, _ = run(args.assets, overrides, on_line=sys.stdout.write)
+        code, _ = run(assets, overrides, on_line=sys.stdout.write, test_rows=rows, task=args.task)
     else:
         os.makedirs(os.path.dirname(os.path.abspath(args.log)), exist_ok=True)
         print(f"verl main_ppo output: {args.log}")
-        code, log = run(args.assets, overrides, on_line=table_printer())
+        code, log = run(assets, overrides, on_line=table_printer(), test_rows=rows, task=args.task)
         with open(args.log, "w") as f:
             f.write(log)
         if code != 0:
             sys.stdout.write(log[-4000:])
-        elif args.plot:
-            summarise_run(parse_steps(log), args.plot)
+        else:
+            print_held_out(parse_steps(log), args.task)
+            if args.plot:
+                summarise_run(parse_steps(log), args.plot)
     print(f"main_ppo took {time.monotonic() - start:.0f} s (exit code {code})")
     sys.exit(code)
+
+
+def print_held_out(steps: dict[int, dict[str, float]], task: str) -> None:
+    """Held-out accuracy per tier at the first and the last validation (verl's ``val-core/<task>_<tier>/acc/...``),
+    where the run validated more than once."""
+    from verl_hadw.toy import task_module
+
+    tiers = task_module(task).TIERS
+    found = {step: {t: v for key, v in values.items() for t in tiers
+                    if key.startswith(f"val-core/{task_module(task).data_source(t)}/acc/mean@")}
+             for step, values in steps.items()}
+    validated = sorted(step for step, accs in found.items() if len(accs) == len(tiers))
+    if len(validated) >= 2:
+        first, last = validated[0], validated[-1]
+        print(f"held-out accuracy per tier, step {first} -> step {last}: " + ", ".join(
+            f"{t} {found[first][t]:.3f} -> {found[last][t]:.3f}" for t in tiers))
 
 
 def summarise_run(steps: dict[int, dict[str, float]], png: str) -> None:
