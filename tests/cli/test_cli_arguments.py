@@ -166,6 +166,8 @@ def test_the_sweep_reaches_every_kind():
     (["study", "--trainer", "trl", "--methods", "grpo_lr_phi"], "--methods"),
     (["study", "--trainer", "trl", "--lr", "0.1"], "--lr"),  # the verl study's; the TRL study has --lrs
     (["study", "--lrs", "0.1", "0.01"], "--lrs"),  # and the reverse
+    (["study", "--task", "arith", "--quick"], "--quick"),  # the verl study's quick check runs the toy
+    (["study", "--model", "."], "--model"),  # the TRL arithmetic study's; verl pretrains into its assets
     (["results", "."], "RUN_DIR"),  # a directory without metrics
 ])
 def test_refused_arguments_beside_the_sweep(argv, argument, world, capsys, monkeypatch):

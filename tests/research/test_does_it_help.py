@@ -69,8 +69,11 @@ def made_up_arith_tables() -> dict[str, list[dict]]:
                     anchor += [dict(key, step=step, tier="batch_acc", value=y),
                                dict(key, step=step, tier="anchor", value=y - 0.02)]
     assert set(tiers) < {r["tier"] for r in val}
+    # three verl seeds of grpo and hadw at steps 0 and 30, the third seed's final accuracy outside the TRL range
+    verl = [dict(method=method, seed=seed, step=step, tier=t, value=0.4 if step == 0 else (0.45, 0.46, 0.6)[seed - 1])
+            for method in ("grpo", "hadw") for seed in (1, 2, 3) for step in (0, 30) for t in tiers]
     return {"val_accuracy": val, "train_reward": [], "phi": [], "advantage_share": [], "balance": balance,
-            "anchor": anchor}
+            "anchor": anchor, "verl_val_accuracy": verl}
 
 
 
@@ -127,6 +130,9 @@ def test_the_arithmetic_blocks_read_both_outcomes_the_balance_and_the_anchor_of_
     assert "| 0.0003 | `hadw` | 1-10 | 0.502 ± 0.000 | 0.522 ± 0.000 | -0.020 ± 0.000 |" in anchor
     assert "| 0.0003 | `hadw_authors` | 21-30 | 0.582 ± 0.000 | 0.602 ± 0.000 | -0.020 ± 0.000 |" in anchor
     assert "`grpo`" not in anchor
+    beside = block(page, "arith.verl")
+    assert "| `grpo` | hard+hardest | 0.467 ± 0.023 | 0.413-0.521 | 0.450, 0.460, 0.600 | 0.503 | 2/3 |" in beside
+    assert "| `hadw` | hard+hardest | 0.509 ± 0.023 | 0.455-0.561 | 0.450, 0.460, 0.600 | 0.503 | 1/3 |" in beside
 
 
 def test_a_study_cut_short_fills_every_block_with_the_runs_it_has():

@@ -80,6 +80,30 @@ def test_the_study_sets_its_own_batch_whatever_the_demo_trains(tmp_path):
     assert "data.seed=3" in overrides and "trainer.total_training_steps=30" in overrides
 
 
+def test_the_arithmetic_runs_go_to_verl_with_the_task_and_are_read_by_its_tiers(tmp_path, monkeypatch):
+    """``--task arith``: each run is main_ppo with the task's config and 8 answers a prompt, and its validation is read
+    from verl's ``val-core/arith_<tier>/...`` metrics (the toy's keys would read nothing)."""
+    import verl_hadw.toy.launch as launch
+
+    plan = study.arith_plan(tmp_path)
+    calls = []
+
+    def fake_main_ppo(assets, overrides, **kwargs):
+        calls.append((overrides, kwargs))
+        values = " - ".join(f"val-core/arith_{t}/acc/mean@4:0.25" for t in TIERS)
+        return 0, f"{study.RAY_STARTED}\n(TaskRunner pid=1) step:0 - {values}\n"
+
+    monkeypatch.setattr(launch, "run", fake_main_ppo)
+    assert study.run_one(plan, "hadw", 1, log=lambda msg: None)
+    overrides, kwargs = calls[0]
+    assert kwargs["task"] == "arith" and kwargs["test_rows"] == 400
+    assert "actor_rollout_ref.rollout.n=8" in overrides and "actor_rollout_ref.actor.optim.lr=0.0003" in overrides
+    rows = study.val_table(plan, study.load_runs(plan))
+    assert {(r["tier"], r["val_accuracy"]) for r in rows} == {*((t, 0.25) for t in TIERS), (study.ALL, 0.25)}
+    with pytest.raises(ValueError, match="task must be one of toy, arith"):
+        study.StudyPlan(out=tmp_path, task="chess")
+
+
 def test_toy_rows_hold_the_tiers_in_equal_shares_one_data_source_each():
     from verl_hadw.toy.task import compute_score, data_source, make_rows
 

@@ -136,7 +136,7 @@ def _trl_plan(args):
     chosen = {"methods": methods, "seeds": args.seeds, "steps": args.steps, "lrs": args.lrs}
     plan = dataclasses.replace(default, out=out, **{k: v for k, v in chosen.items() if v is not None})
     if plan.task == "arith":
-        plan.model = str(args.model or plan.model)
+        plan.model = str(Path(args.model or plan.model).resolve())  # each run's spec names it, from any folder
         ensure_model(Path(plan.model))
     return plan
 

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import csv
 import math
 import re
 import sys
@@ -23,6 +24,8 @@ from verl_hadw.research.trl_study_stats import (
     ALPHA,
     ARITH_FAMILIES,
     FAMILIES,
+    HARD_TIERS,
+    TWO_HARDEST,
     comparisons_table,
     holm,
     holm_mark,
@@ -35,7 +38,6 @@ from verl_hadw.toy.task import TIERS
 
 __all__ = ["Study", "STUDIES", "BLOCKS", "HARD_TIERS", "StudyTables", "read_tables", "fill", "main"]
 
-HARD_TIERS = ("hard", "hardest")  # where the papers say the weight should move
 EARLY = 20  # the mechanism's early window: steps 1-20, before the methods' policies have drifted far apart
 BLOCK = re.compile(r"(<!-- generated: (\w+)\.(\w+) -->\n)(.*?)(<!-- end: \2\.\3 -->)", re.S)
 
@@ -62,7 +64,8 @@ class StudyTables(Mapping):
         if name not in self.files:
             raise KeyError(name)
         if name not in self._read:
-            self._read[name] = read_csv(self.folder / self.files[name])
+            path = self.folder / self.files[name]
+            self._read[name] = _read_verl_csv(path) if name == "verl_val_accuracy" else read_csv(path)
         return self._read[name]
 
     def __iter__(self):
@@ -70,6 +73,14 @@ class StudyTables(Mapping):
 
     def __len__(self) -> int:
         return len(self.files)
+
+
+def _read_verl_csv(path: Path) -> list[dict]:
+    """The verl study's ``val_accuracy.csv`` (``research.study``: ``method, seed, step, tier, val_accuracy``) as rows
+    ``method, seed, step, tier, value``."""
+    with open(path, newline="") as f:
+        return [dict(method=r["method"], seed=int(r["seed"]), step=int(r["step"]), tier=r["tier"],
+                     value=float(r["val_accuracy"])) for r in csv.DictReader(f)]
 
 
 def read_tables(root: Path = Path(".")) -> dict[str, StudyTables]:
@@ -297,19 +308,52 @@ def anchor(tables) -> str:
                                "anchor the step's weights are computed from; y_t the step's batch accuracy.")
 
 
+def _finals(rows, method: str, outcome: str, step: int) -> dict[int, float]:
+    """seed -> ``method``'s held-out accuracy on ``outcome`` at ``step`` (``TWO_HARDEST``: the mean of its tiers)."""
+    tiers = HARD_TIERS if outcome == TWO_HARDEST else (outcome,)
+    by_seed: dict[int, list[float]] = {}
+    for r in rows:
+        if r["method"] == method and r["step"] == step and r["tier"] in tiers:
+            by_seed.setdefault(r["seed"], []).append(r["value"])
+    return {seed: float(np.mean(v)) for seed, v in sorted(by_seed.items()) if len(v) == len(tiers)}
+
+
+def verl(tables) -> str:
+    trl, runs = tables["val_accuracy"], tables["verl_val_accuracy"]
+    last, verl_last = max(r["step"] for r in trl), max(r["step"] for r in runs)
+    lines = ["| method | outcome | TRL: mean (95 % CI) | TRL: lowest-highest seed | verl: each seed | verl: mean | "
+             "verl seeds inside the TRL range |", "|---|---|---|---|---|---|---|"]
+    for method in methods_in(runs):
+        for outcome in (*tables["outcomes"], "hard"):
+            spread, mine = _finals(trl, method, outcome, last), _finals(runs, method, outcome, verl_last)
+            low, high = min(spread.values()), max(spread.values())
+            inside = sum(low <= v <= high for v in mine.values())
+            lines.append(f"| `{method}` | {outcome} | {_ci(list(spread.values()))} | {low:.3f}-{high:.3f} | "
+                         + ", ".join(f"{v:.3f}" for v in mine.values()) + f" | {np.mean(list(mine.values())):.3f} | "
+                         f"{inside}/{len(mine)} |")
+    start = [np.mean(list(_finals(rows, "grpo", ALL, 0).values())) for rows in (trl, runs)]  # the same model
+    return "\n".join(lines) + (f"\n\nHeld-out accuracy at step {last} (TRL, {len(spread)} seeds) and step {verl_last} "
+                               f"(verl, seeds {', '.join(map(str, mine))}). At step 0, from the same model, over all "
+                               f"tiers: TRL {start[0]:.3f}, verl {start[1]:.3f} (each its own samples).")
+
+
 COMPARED = {"primary", "auc", "per_tier"}  # the blocks that read the comparisons
 # design: TrlStudyPlan's defaults (fixed before the runs); runs: the finished runs per lr and method; accuracy: held-out
 # accuracy at the last step per tier, and AUC, mean over seeds ± 95 %; primary, auc, per_tier: the comparisons paired
 # by seed with raw and Holm-corrected p, one table per family; mechanism: each tier's share of the advantage mass Σ|A|,
 # and the hard tiers' share against GRPO's; phi: the mean Φ of the hadw runs (grpo_lr_phi's learning-rate factor);
-# balance: Σ A⁺ / Σ |A⁻| per tier; anchor: HA-DW's anchor beside the batch accuracy
+# balance: Σ A⁺ / Σ |A⁻| per tier; anchor: HA-DW's anchor beside the batch accuracy; verl: the verl runs' final
+# accuracy beside the TRL study's spread
 BLOCKS = {"design": design, "runs": runs, "accuracy": accuracy, "primary": primary, "auc": auc,
-          "per_tier": per_tier, "mechanism": mechanism, "balance": balance, "anchor": anchor, "phi": phi}
+          "per_tier": per_tier, "mechanism": mechanism, "balance": balance, "anchor": anchor, "phi": phi,
+          "verl": verl}
 STUDIES = {
     "toy": Study(Path("docs/study/trl"), TABLE_FILES, FAMILIES,
                  ("design", "runs", "accuracy", "primary", "auc", "per_tier", "mechanism", "phi")),
-    "arith": Study(Path("docs/study/arith"), ARITH_TABLE_FILES, ARITH_FAMILIES,
-                   ("runs", "accuracy", "primary", "auc", "per_tier", "mechanism", "balance", "anchor", "phi")),
+    # the arithmetic study through TRL, and a few seeds through verl beside it (research.study.arith_plan)
+    "arith": Study(Path("docs/study/arith"),
+                   {**ARITH_TABLE_FILES, "verl_val_accuracy": "../arith_verl/val_accuracy.csv"}, ARITH_FAMILIES,
+                   ("runs", "accuracy", "primary", "auc", "per_tier", "mechanism", "balance", "anchor", "phi", "verl")),
 }
 
 
