@@ -1,4 +1,4 @@
-"""Build the CPU demo's assets locally: tokenizer, model and verl parquet (about 1 MB, seconds).
+"""Build the CPU demo's assets locally: tokenizer, model and verl parquet (seconds; the arithmetic model a minute).
 
 ``python -m verl_hadw.toy.assets OUT_DIR [--task arith]`` writes ``OUT_DIR/model`` (a Qwen2 causal LM with its
 tokenizer: the toy's tiny random one, or ``toy.arith_model``'s pretrained one), ``OUT_DIR/data/{train,test}.parquet``
@@ -18,6 +18,8 @@ from verl_hadw.toy.model import build_model, build_tokenizer
 # the task rows' version (2: four balanced tiers; 3: test prompts numbered after the training ones);
 # launch.ensure_assets rebuilds asset folders of another version
 VERSION = 3
+
+
 def arith_tokenizer():
     """The arithmetic model's tokenizer as verl's agent loop needs it. verl builds a Qwen2 model's ChatML tokens with a
     one-token newline (inserted only between turns), so it gets one after the model's 16 tokens: a single-turn
