@@ -7,8 +7,6 @@
 
 from __future__ import annotations
 
-import csv
-import math
 import re
 import sys
 from collections import ChainMap
@@ -18,14 +16,15 @@ from pathlib import Path
 
 import numpy as np
 
-from verl_hadw.research.study_stats import t_interval
+from verl_hadw.research.arith_blocks import anchor, balance, read_verl_csv, verl
+from verl_hadw.research.study_stats import ci_text
 from verl_hadw.research.trl_study import ALL, ARITH_TABLE_FILES, TABLE_FILES, TrlStudyPlan, read_csv
 from verl_hadw.research.trl_study_stats import (
     ALPHA,
     ARITH_FAMILIES,
+    EARLY,
     FAMILIES,
     HARD_TIERS,
-    TWO_HARDEST,
     comparisons_table,
     holm,
     holm_mark,
@@ -38,7 +37,6 @@ from verl_hadw.toy.task import TIERS
 
 __all__ = ["Study", "STUDIES", "BLOCKS", "HARD_TIERS", "StudyTables", "read_tables", "fill", "main"]
 
-EARLY = 20  # the mechanism's early window: steps 1-20, before the methods' policies have drifted far apart
 BLOCK = re.compile(r"(<!-- generated: (\w+)\.(\w+) -->\n)(.*?)(<!-- end: \2\.\3 -->)", re.S)
 
 
@@ -65,7 +63,7 @@ class StudyTables(Mapping):
             raise KeyError(name)
         if name not in self._read:
             path = self.folder / self.files[name]
-            self._read[name] = _read_verl_csv(path) if name == "verl_val_accuracy" else read_csv(path)
+            self._read[name] = read_verl_csv(path) if name == "verl_val_accuracy" else read_csv(path)
         return self._read[name]
 
     def __iter__(self):
@@ -75,22 +73,9 @@ class StudyTables(Mapping):
         return len(self.files)
 
 
-def _read_verl_csv(path: Path) -> list[dict]:
-    """The verl study's ``val_accuracy.csv`` (``research.study``: ``method, seed, step, tier, val_accuracy``) as rows
-    ``method, seed, step, tier, value``."""
-    with open(path, newline="") as f:
-        return [dict(method=r["method"], seed=int(r["seed"]), step=int(r["step"]), tier=r["tier"],
-                     value=float(r["val_accuracy"])) for r in csv.DictReader(f)]
-
-
 def read_tables(root: Path = Path(".")) -> dict[str, StudyTables]:
     """Every study's tables, from its folder under ``root`` (the repository), read as the blocks ask for them."""
     return {name: StudyTables(Path(root) / study.folder, study.files) for name, study in STUDIES.items()}
-
-
-def _ci(values) -> str:
-    mean, half = t_interval(values)
-    return f"{mean:.3f}" if math.isnan(half) else f"{mean:.3f} ± {half:.3f}"
 
 
 def _p(p: float) -> str:
@@ -140,14 +125,14 @@ def accuracy(tables) -> str:
             per_tier = {t: run_scores(rows, method, lr, t) for t in (*TIERS, *outcomes)}
             if not per_tier[ALL]:  # no finished run of this method at this learning rate
                 continue
-            columns = [_ci([v["final"] for v in per_tier[t].values()]) for t in TIERS]
-            columns += [f"**{_ci([v['final'] for v in per_tier[o].values()])}**" for o in outcomes]
+            columns = [ci_text([v["final"] for v in per_tier[t].values()]) for t in TIERS]
+            columns += [f"**{ci_text([v['final'] for v in per_tier[o].values()])}**" for o in outcomes]
             aucs = [v["auc"] for v in per_tier[ALL].values()]
             lines.append(f"| {lr:g} | `{method}` | {len(per_tier[ALL])} | " + " | ".join(columns)
-                         + f" | {_ci(aucs)} |")
+                         + f" | {ci_text(aucs)} |")
     start = {r["seed"]: r["value"] for r in rows if r["step"] == 0 and r["tier"] == ALL}  # the same for every method
     return "\n".join(lines) + (f"\n\nAt step 0 (each seed's initial model, shared by every method and learning rate; "
-                               f"{len(start)} seeds): {_ci(list(start.values()))}.")
+                               f"{len(start)} seeds): {ci_text(list(start.values()))}.")
 
 
 def _comparison_rows(tables, family: str) -> list[dict]:
@@ -227,7 +212,7 @@ def mechanism(tables) -> str:
             runs_ = [v for (l_, m, _), v in whole.items() if l_ == lr and m == method]
             if not runs_:
                 continue
-            lines.append(f"| {lr:g} | `{method}` | " + " | ".join(_ci([v[t] for v in runs_]) for t in TIERS) + " |")
+            lines.append(f"| {lr:g} | `{method}` | " + " | ".join(ci_text([v[t] for v in runs_]) for t in TIERS) + " |")
     tests = []
     for window, shares in ((f"steps 1-{EARLY}", early), (f"steps 1-{last}", whole)):
         for lr in lrs_in(rows):
@@ -258,83 +243,6 @@ def phi(tables) -> str:
             lines.append(f"| {lr:g} | `{method}` | {float(np.mean([r['value'] for r in mine])):.4f} | "
                          f"{len({r['seed'] for r in mine})} |")
     return "\n".join(lines)
-
-
-def _run_means(rows, names, first: int, last: int) -> dict[tuple, dict[str, float]]:
-    """(lr, method, seed) -> the mean of each of ``names`` (a row's tier) over the run's steps first..last that have
-    it."""
-    values: dict[tuple, dict[str, list[float]]] = {}
-    for r in rows:
-        if first <= r["step"] <= last and r["tier"] in names:
-            values.setdefault((r["lr"], r["method"], r["seed"]), {}).setdefault(r["tier"], []).append(r["value"])
-    return {key: {name: float(np.mean(v)) for name, v in by_name.items()} for key, by_name in values.items()}
-
-
-def _of(means: dict[tuple, dict[str, float]], lr: float, method: str) -> list[dict[str, float]]:
-    return [v for (l_, m, _), v in means.items() if l_ == lr and m == method]
-
-
-def balance(tables) -> str:
-    rows = tables["balance"]
-    last = max(r["step"] for r in rows)
-    lines = ["| steps | lr | method | " + " | ".join(TIERS) + " |", "|---|---|---|" + "---|" * len(TIERS)]
-    for first, to in ((1, EARLY), (1, last)):
-        means = _run_means(rows, TIERS, first, to)
-        for lr in lrs_in(rows):
-            for method in methods_in(rows):
-                runs_ = _of(means, lr, method)
-                if runs_:
-                    lines.append(f"| {first}-{to} | {lr:g} | `{method}` | "
-                                 + " | ".join(_ci([v[t] for v in runs_ if t in v]) for t in TIERS) + " |")
-    return "\n".join(lines) + ("\n\nΣ A⁺ / Σ |A⁻| over each step's groups of a tier, after weighting: the mean over "
-                               "the steps of each run that have a mixed group of the tier, then over seeds ± 95 %. "
-                               "It is 1 where every group's advantages sum to zero.")
-
-
-def anchor(tables) -> str:
-    rows = tables["anchor"]
-    last = max(r["step"] for r in rows)
-    windows = ((1, 10), (last // 2 - 4, last // 2 + 5), (last - 9, last))
-    lines = ["| lr | method | steps | anchor C_t⁻ | batch accuracy y_t | C_t⁻ − y_t |", "|---|---|---|---|---|---|"]
-    for lr in lrs_in(rows):
-        for method in methods_in(rows):
-            for first, to in windows:
-                runs_ = _of(_run_means(rows, ("anchor", "batch_acc"), first, to), lr, method)
-                if runs_:
-                    lines.append(f"| {lr:g} | `{method}` | {first}-{to} | {_ci([v['anchor'] for v in runs_])} | "
-                                 f"{_ci([v['batch_acc'] for v in runs_])} | "
-                                 f"{_ci([v['anchor'] - v['batch_acc'] for v in runs_])} |")
-    return "\n".join(lines) + ("\n\nThe mean over the window's steps of each run, then over seeds ± 95 %. C_t⁻ is the "
-                               "anchor the step's weights are computed from; y_t the step's batch accuracy.")
-
-
-def _finals(rows, method: str, outcome: str, step: int) -> dict[int, float]:
-    """seed -> ``method``'s held-out accuracy on ``outcome`` at ``step`` (``TWO_HARDEST``: the mean of its tiers)."""
-    tiers = HARD_TIERS if outcome == TWO_HARDEST else (outcome,)
-    by_seed: dict[int, list[float]] = {}
-    for r in rows:
-        if r["method"] == method and r["step"] == step and r["tier"] in tiers:
-            by_seed.setdefault(r["seed"], []).append(r["value"])
-    return {seed: float(np.mean(v)) for seed, v in sorted(by_seed.items()) if len(v) == len(tiers)}
-
-
-def verl(tables) -> str:
-    trl, runs = tables["val_accuracy"], tables["verl_val_accuracy"]
-    last, verl_last = max(r["step"] for r in trl), max(r["step"] for r in runs)
-    lines = ["| method | outcome | TRL: mean (95 % CI) | TRL: lowest-highest seed | verl: each seed | verl: mean | "
-             "verl seeds inside the TRL range |", "|---|---|---|---|---|---|---|"]
-    for method in methods_in(runs):
-        for outcome in (*tables["outcomes"], "hard"):
-            spread, mine = _finals(trl, method, outcome, last), _finals(runs, method, outcome, verl_last)
-            low, high = min(spread.values()), max(spread.values())
-            inside = sum(low <= v <= high for v in mine.values())
-            lines.append(f"| `{method}` | {outcome} | {_ci(list(spread.values()))} | {low:.3f}-{high:.3f} | "
-                         + ", ".join(f"{v:.3f}" for v in mine.values()) + f" | {np.mean(list(mine.values())):.3f} | "
-                         f"{inside}/{len(mine)} |")
-    start = [np.mean(list(_finals(rows, "grpo", ALL, 0).values())) for rows in (trl, runs)]  # the same model
-    return "\n".join(lines) + (f"\n\nHeld-out accuracy at step {last} (TRL, {len(spread)} seeds) and step {verl_last} "
-                               f"(verl, seeds {', '.join(map(str, mine))}). At step 0, from the same model, over all "
-                               f"tiers: TRL {start[0]:.3f}, verl {start[1]:.3f} (each its own samples).")
 
 
 COMPARED = {"primary", "auc", "per_tier"}  # the blocks that read the comparisons

@@ -16,8 +16,8 @@ from verl_hadw.toy import task_module
 from verl_hadw.toy.task import TIERS
 
 __all__ = [
-    "ALL", "BASELINE", "PHI_METRIC", "val_key", "val_table", "train_table", "t_interval", "run_scores", "summarise",
-    "comparisons", "paired_tests", "summary_markdown", "plot_curves",
+    "ALL", "BASELINE", "PHI_METRIC", "val_key", "val_table", "train_table", "t_interval", "ci_text", "run_scores",
+    "summarise", "comparisons", "paired_tests", "summary_markdown", "plot_curves",
 ]
 
 BASELINE = "grpo"
@@ -169,3 +169,8 @@ def plot_curves(rows, methods, path: Path, tiers=(*TIERS, ALL)) -> Path:
     np.atleast_1d(axes)[-1].legend(fontsize=7)
     return save_figure(fig, path, dpi=110)
 
+
+def ci_text(values) -> str:
+    """``mean ± half-width`` of the values' 95 % t-interval, three decimals (the mean alone for one value)."""
+    mean, half = t_interval(values)
+    return f"{mean:.3f}" if math.isnan(half) else f"{mean:.3f} ± {half:.3f}"

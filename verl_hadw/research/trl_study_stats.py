@@ -13,7 +13,7 @@ from verl_hadw.research.study_stats import ALL, t_interval
 from verl_hadw.toy.task import TIERS
 
 __all__ = ["METHODS", "TOY_METHODS", "ARITH_METHODS", "COMPARISONS", "FAMILIES", "ARITH_FAMILIES", "HARD_TIERS",
-           "TWO_HARDEST",
+           "EARLY", "TWO_HARDEST",
            "ALPHA", "run_scores", "paired", "holm", "smallest_difference", "comparisons_table", "lrs_in", "methods_in",
            "holm_mark", "summary_markdown", "plot_curves", "plot_advantage_share", "plot_mechanism"]
 
@@ -23,6 +23,7 @@ ARITH_METHODS = ("grpo", "hadw", "hadw_authors", "dgpo", "grpo_lr_phi")
 COMPARISONS = (("hadw", "grpo"), ("hadw_authors", "grpo"), ("dgpo", "grpo"), ("hadw_dgpo", "grpo"),
                ("grpo_lr_phi", "grpo"), ("hadw", "grpo_lr_phi"))
 HARD_TIERS = ("hard", "hardest")  # where the papers say the weight should move
+EARLY = 20  # the mechanism's early window: steps 1-20, before the methods' policies have drifted far apart
 TWO_HARDEST = "+".join(HARD_TIERS)  # the tier column's value for the mean over them (the arith study's outcome)
 FAMILIES = {  # family -> (score, tiers): Holm's correction runs within each
     "primary": ("final", (ALL,)),
