@@ -46,7 +46,7 @@ def fields_table() -> str:
 
 def loss_types_table(loss_types) -> str:
     """An adapter's docs' table of its loss types under DGPO's valid-token averaging (``LossTypes``)."""
-    name = (lambda s: f"--{s}") if loss_types.flags else (lambda s: s)
+    name = loss_types.name
     rows = [f"| `{name('loss_type')}` | valid-token averaging | why |", "|---|---|---|"]
     same = f"`{name('steps_per_generation')}` = `{name('gradient_accumulation_steps')}`"
     for loss_type, (ok, why) in loss_types.table.items():

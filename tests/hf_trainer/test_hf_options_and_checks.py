@@ -8,11 +8,12 @@ from transformers import HfArgumentParser
 
 from verl_hadw.core.errors import ConfigError
 from verl_hadw.hf_trainer.checks import GLOBAL_TOKENS, SEQUENCE_MEANS, LossTypes, in_range, installed
-from verl_hadw.hf_trainer.option_fields import check_accuracy_index, hf_terms
+from verl_hadw.hf_trainer.option_fields import FLAGS, KEYWORDS, YAML, check_accuracy_index, hf_terms
 
-FIELDS, FLAGS = False, True
-CONFIG = hf_terms("Cfg", FIELDS, resume_from="train(resume_from_checkpoint=<its folder>)", new_experiment="anew")
+CONFIG = hf_terms("Cfg", KEYWORDS, resume_from="train(resume_from_checkpoint=<its folder>)", new_experiment="anew")
 COMMAND = hf_terms("Cmd", FLAGS, resume_from="--resume_from_checkpoint <its folder>", new_experiment="anew")
+NESTED = {"scale_rewards": "trl.scale_rewards", "reward_weights": "trl.reward_weights"}  # Axolotl's trl: section
+FILE = hf_terms("Yml", YAML, resume_from="resume_from_checkpoint: <its folder>", new_experiment="anew", names=NESTED)
 
 
 @pytest.mark.parametrize("terms, expected", [
@@ -24,6 +25,9 @@ COMMAND = hf_terms("Cmd", FLAGS, resume_from="--resume_from_checkpoint <its fold
                "--reward_weights 1.0 0.5", "add --hadw_allow_missing_state true to continue with a fresh anchor",
                "other --hadw_anchor_* values", "resume from another checkpoint (--resume_from_checkpoint <its "
                "folder>)"]),
+    (FILE, ["hadw_anchor_eta", "hadw_anchor_eta: 8.0", "trl.scale_rewards: none", "hadw_base: dgpo",
+            "trl.reward_weights: [1.0, 0.5]", "set hadw_allow_missing_state: true to continue with a fresh anchor",
+            "other hadw_anchor_* values", "resume from another checkpoint (resume_from_checkpoint: <its folder>)"]),
 ])
 def test_the_words_are_the_frameworks_fields_or_flags(terms, expected):
     said = [terms.key("hadw.anchor.eta"), terms.setting("hadw.anchor.eta", 8.0),
@@ -57,7 +61,7 @@ LOSSES = {"dapo": (True, GLOBAL_TOKENS), "cispo": (True, GLOBAL_TOKENS), "grpo":
 
 
 @pytest.mark.parametrize("spelling, said", [
-    (FIELDS, ["loss_type='bogus' is not one verl-hadw has checked", "Use loss_type='dapo', or set "
+    (KEYWORDS, ["loss_type='bogus' is not one verl-hadw has checked", "Use loss_type='dapo', or set "
               "dgpo_valid_token_norm=False", "loss_type='grpo' averages each completion", "Use loss_type='dapo' or "
               "loss_type='cispo'", "steps_per_generation=4 with gradient_accumulation_steps=2: an optimizer step then "
               "sees part of one generation batch", "Leave steps_per_generation unset"]),
@@ -65,9 +69,12 @@ LOSSES = {"dapo": (True, GLOBAL_TOKENS), "cispo": (True, GLOBAL_TOKENS), "grpo":
              "--dgpo_valid_token_norm false", "--loss_type grpo averages each completion", "Use --loss_type dapo or "
              "--loss_type cispo", "--steps_per_generation 4 with --gradient_accumulation_steps 2: an optimizer step "
              "then sees part of one generation batch", "Leave --steps_per_generation unset"]),
+    (YAML, ["trl.loss_type: bogus is not one verl-hadw has checked", "Use trl.loss_type: dapo, or set "
+            "dgpo_valid_token_norm: false", "Use trl.loss_type: dapo or trl.loss_type: cispo",
+            "steps_per_generation: 4 with gradient_accumulation_steps: 2"]),
 ])
 def test_a_loss_type_under_which_valid_token_averaging_is_not_exact_is_refused_in_the_frameworks_words(spelling, said):
-    losses = LossTypes(LOSSES, spelling)
+    losses = LossTypes(LOSSES, spelling, {"loss_type": "trl.loss_type"} if spelling == YAML else {})
     messages = []
     for args in (("bogus", None, 1), ("grpo", None, 1), ("dapo", 4, 2)):
         with pytest.raises(ConfigError) as refused:

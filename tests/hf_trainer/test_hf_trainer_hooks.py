@@ -16,10 +16,10 @@ from field_checks import options_class
 from verl_hadw.core.anchor.file_format import STATE_FILE
 from verl_hadw.core.errors import ConfigError, PartialCheckpointError
 from verl_hadw.hf_trainer.checkpoint_anchor import OptionsRecord, TrainerAnchor
-from verl_hadw.hf_trainer.option_fields import hf_terms
+from verl_hadw.hf_trainer.option_fields import KEYWORDS, hf_terms
 from verl_hadw.hf_trainer.trainer_hooks import HadwTrainerHooks
 
-TERMS = hf_terms("Stand-in", flags=False, resume_from="train(resume_from_checkpoint=...)", new_experiment="anew")
+TERMS = hf_terms("Stand-in", KEYWORDS, resume_from="train(resume_from_checkpoint=...)", new_experiment="anew")
 Options = options_class(TERMS)
 
 

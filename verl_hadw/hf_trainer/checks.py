@@ -3,7 +3,7 @@ is exact under its loss type."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 
 from packaging.specifiers import SpecifierSet
@@ -11,7 +11,7 @@ from packaging.version import InvalidVersion, Version
 
 from verl_hadw.core.errors import ConfigError
 from verl_hadw.core.framework import install_command
-from verl_hadw.hf_trainer.option_fields import spelled
+from verl_hadw.hf_trainer.option_fields import FLAGS, spelled
 
 __all__ = ["installed", "in_range", "LossTypes", "GLOBAL_TOKENS", "SEQUENCE_MEANS"]
 
@@ -39,14 +39,16 @@ def in_range(found: str, spec: str) -> bool:
 
 @dataclass(frozen=True)
 class LossTypes:
-    """A framework's loss types: ``table`` maps each to (exact?, why); ``flags``: its users write ``--name value``."""
+    """A framework's loss types: ``table`` maps each to (exact?, why); ``style``: how its users write a setting
+    (``option_fields.KEYWORDS``, ``FLAGS`` or ``YAML``); ``names``: where its settings live, if not at the top."""
 
     table: dict[str, tuple[bool, str]]
-    flags: bool
+    style: str
+    names: dict[str, str] = field(default_factory=dict)
 
     def check(self, loss_type: str, steps_per_generation: int | None, gradient_accumulation_steps: int) -> None:
         """Raise ``ConfigError`` unless DGPO's valid-token averaging is exact under these settings."""
-        arg, name = self._arg, self._name
+        arg, name = self.arg, self.name
         off = f"or set {arg('dgpo_valid_token_norm', False)} (DGPO without Eq. 3's valid-token averaging)"
         exact = [t for t, (ok, _) in self.table.items() if ok]
         if loss_type not in self.table:
@@ -72,13 +74,15 @@ class LossTypes:
         """Raise ``ConfigError`` for the first of ``masks`` (setting -> (value, what it drops)): loss-token masks."""
         for setting, (value, drops) in masks.items():
             raise ConfigError(
-                f"{self._arg(setting, value)} {drops}: it drops loss tokens inside the loss, after the advantages, "
+                f"{self.arg(setting, value)} {drops}: it drops loss tokens inside the loss, after the advantages, "
                 f"while the loss still divides by every loss token, so DGPO's valid-token averaging (Eq. 3, "
-                f"{self._arg('dgpo_valid_token_norm', True)}) would not be exact. Leave {self._name(setting)} at its "
-                f"default, or set {self._arg('dgpo_valid_token_norm', False)}.")
+                f"{self.arg('dgpo_valid_token_norm', True)}) would not be exact. Leave {self.name(setting)} at its "
+                f"default, or set {self.arg('dgpo_valid_token_norm', False)}.")
 
-    def _arg(self, name: str, value: object) -> str:
-        return spelled(self.flags, name, value)
+    def arg(self, name: str, value: object) -> str:
+        """A setting as the framework's users write it."""
+        return spelled(self.style, self.names.get(name, name), value)
 
-    def _name(self, name: str) -> str:
-        return f"--{name}" if self.flags else name
+    def name(self, name: str) -> str:
+        """A setting's name as the framework's users write it."""
+        return ("--" if self.style == FLAGS else "") + self.names.get(name, name)

@@ -16,8 +16,8 @@ from verl_hadw.core.errors import ConfigError, UnusedOptionsWarning
 from verl_hadw.core.options import DgpoConfig, HadwConfig, declarations, parse_section
 from verl_hadw.core.terms import Terms
 
-__all__ = ["ESTIMATORS", "ADAPTER_FIELDS", "declared_fields", "closest_field", "spelled", "hf_terms",
-           "check_accuracy_index", "OptionFields"]
+__all__ = ["ESTIMATORS", "ADAPTER_FIELDS", "KEYWORDS", "FLAGS", "YAML", "declared_fields", "closest_field", "spelled",
+           "hf_terms", "check_accuracy_index", "OptionFields"]
 
 ESTIMATORS = ("hadw", "dgpo")
 ADAPTER_FIELDS = ("adv_estimator", "accuracy_reward_index")  # the adapters' own fields, beside the declared ones
@@ -36,35 +36,48 @@ def closest_field(unknown: str, known) -> str | None:
     return hint[0] if hint else None
 
 
-def spelled(flags: bool, name: str, value: Any) -> str:
-    """A setting as a user types it: ``loss_type='dapo'`` (a config), ``--loss_type dapo`` (``flags``)."""
-    if not flags:
+KEYWORDS, FLAGS, YAML = "keywords", "flags", "yaml"  # how a framework's users write a setting
+
+
+def spelled(style: str, name: str, value: Any) -> str:
+    """A setting as a user writes it: ``loss_type='dapo'`` (``KEYWORDS``: a config), ``--loss_type dapo``
+    (``FLAGS``: a command line), ``loss_type: dapo`` (``YAML``: a config file)."""
+    if style == KEYWORDS:
         return f"{name}={value!r}"
-    if isinstance(value, (list, tuple)):
-        return f"--{name} {' '.join(str(v) for v in value)}"
-    return f"--{name} {str(value).lower() if isinstance(value, bool) else value}"
+    if isinstance(value, bool):
+        text = str(value).lower()
+    elif isinstance(value, (list, tuple)):
+        text = f"[{', '.join(str(v) for v in value)}]" if style == YAML else " ".join(str(v) for v in value)
+    else:
+        text = "null" if value is None and style == YAML else str(value)
+    return f"{name}: {text}" if style == YAML else f"--{name} {text}"
 
 
-def hf_terms(framework: str, flags: bool, resume_from: str, new_experiment: str) -> Terms:
-    """The core's ``Terms`` for an HF-Trainer-based framework whose users write ``--name value`` (``flags``) or
-    ``name=value``; ``resume_from``: how a run resumes from a folder; ``new_experiment``: how it starts anew."""
+def hf_terms(framework: str, style: str, resume_from: str, new_experiment: str,
+             names: dict[str, str] | None = None) -> Terms:
+    """The core's ``Terms`` for an HF-Trainer-based framework whose users write settings in ``style``;
+    ``resume_from``: how a run resumes from a folder; ``new_experiment``: how it starts anew; ``names``: where the
+    framework's own settings live, if not at the top (Axolotl: ``{"scale_rewards": "trl.scale_rewards"}``)."""
+    names = names or {}
+    prefix = "--" if style == FLAGS else ""
 
     def key(option: str) -> str:
         if option == "norm_adv_by_std_in_grpo":
-            return "--scale_rewards" if flags else "scale_rewards=='group'"
-        return ("--" if flags else "") + option.replace(".", "_")
+            scale = names.get("scale_rewards", "scale_rewards")
+            return "scale_rewards=='group'" if style == KEYWORDS else prefix + scale
+        return prefix + names.get(option, option.replace(".", "_"))
 
     def setting(option: str, value: Any) -> str:
         if option == "norm_adv_by_std_in_grpo":
-            return spelled(flags, "scale_rewards", "group" if value else "none")
-        if isinstance(value, str) and not flags:  # an option's text as the user reads it back: unquoted
+            return spelled(style, names.get("scale_rewards", "scale_rewards"), "group" if value else "none")
+        if isinstance(value, str) and style == KEYWORDS:  # an option's text as the user reads it back: unquoted
             return f"{key(option)}={value}"
-        return spelled(flags, option.replace(".", "_"), value)
+        return spelled(style, names.get(option, option.replace(".", "_")), value)
 
     fresh = setting("hadw.allow_missing_state", True)
     return Terms(
         framework=framework, key=key, setting=setting,
-        allow_missing_state=f"{'add' if flags else 'set'} {fresh} to continue with a fresh anchor",
+        allow_missing_state=f"{'add' if style == FLAGS else 'set'} {fresh} to continue with a fresh anchor",
         fresh_anchor=f"({fresh}: continuing with a fresh anchor)",
         resume_elsewhere=f"resume from another checkpoint ({resume_from})",
         new_experiment=new_experiment,

@@ -7,6 +7,7 @@ from typing import Any, Callable
 from verl_hadw import SWIFT_RANGE
 from verl_hadw.core.errors import ConfigError
 from verl_hadw.hf_trainer.checks import GLOBAL_TOKENS, SEQUENCE_MEANS, LossTypes, in_range, installed
+from verl_hadw.hf_trainer.option_fields import FLAGS
 from verl_hadw.hf_trainer.reward_matrix import check_accuracy_weight, check_reward_weights
 from verl_hadw.swift_adapter.grpo_config import SWIFT, HadwSwiftArguments
 
@@ -21,7 +22,7 @@ LOSS_TYPES = LossTypes({
     "sapo": (False, "averages each completion over its own length first, like grpo"),
     "bnpo": (False, "divides by each process's micro-batch tokens, not by the generation batch's"),
     "dr_grpo": (False, "divides by a constant (batch size × max_completion_length), not by tokens"),
-}, flags=True)
+}, FLAGS)
 SWIFT_LOSS_TYPES = (*LOSS_TYPES.table, "fipo", "real")  # every loss type of swift 4.3-4.6's GRPOTrainer
 
 # (swift setting as a user writes it, is it set? (read from swift's parsed RLHFArguments), why it is refused)

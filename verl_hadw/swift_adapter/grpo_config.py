@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from verl_hadw.hf_trainer.option_fields import OptionFields, hf_terms
+from verl_hadw.hf_trainer.option_fields import FLAGS, OptionFields, hf_terms
 
 __all__ = ["HadwSwiftArguments"]
 
-SWIFT = hf_terms("ms-swift", flags=True, resume_from="--resume_from_checkpoint <its folder>",
+SWIFT = hf_terms("ms-swift", FLAGS, resume_from="--resume_from_checkpoint <its folder>",
                  new_experiment="another --output_dir, or no --resume_from_checkpoint (or --resume_only_model true "
                                 "--ignore_data_skip true: the weights only, a new run)")
 

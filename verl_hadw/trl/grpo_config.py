@@ -9,12 +9,19 @@ from dataclasses import dataclass
 from trl import GRPOConfig
 
 from verl_hadw.core.errors import ConfigError
-from verl_hadw.hf_trainer.option_fields import ADAPTER_FIELDS, OptionFields, closest_field, declared_fields, hf_terms
+from verl_hadw.hf_trainer.option_fields import (
+    ADAPTER_FIELDS,
+    KEYWORDS,
+    OptionFields,
+    closest_field,
+    declared_fields,
+    hf_terms,
+)
 from verl_hadw.trl.checks import check_settings, check_trl_version
 
 __all__ = ["HadwGRPOConfig"]
 
-TRL = hf_terms("TRL", flags=False, resume_from="train(resume_from_checkpoint=<its folder>)",
+TRL = hf_terms("TRL", KEYWORDS, resume_from="train(resume_from_checkpoint=<its folder>)",
                new_experiment="another output_dir, or train() without resume_from_checkpoint")
 
 
