@@ -12,7 +12,7 @@ from setuptools import find_packages, setup
 
 HERE = Path(__file__).resolve().parent
 META = dict(
-    re.findall(r'^(__version__|VERL_VERSION|VERL_RANGE|TRL_RANGE|SWIFT_RANGE) = "([^"]+)"',
+    re.findall(r'^(__version__|VERL_VERSION|VERL_RANGE|TRL_RANGE|SWIFT_RANGE|AXOLOTL_RANGE) = "([^"]+)"',
                (HERE / "verl_hadw" / "__init__.py").read_text(), re.M)
 )
 VERL = f"verl{META['VERL_RANGE']}"
@@ -36,6 +36,8 @@ EXTRAS = {
     # HA-DW / DGPO in ms-swift's GRPO (verl_hadw.swift_adapter), in swift's own environment (it pins trl<1.0);
     # msgspec: swift imports it without declaring it
     "swift": [f"ms-swift{META['SWIFT_RANGE']}", "msgspec"],
+    # HA-DW / DGPO in Axolotl's GRPO (verl_hadw.axolotl: its plugin), in Axolotl's own environment (it pins trl)
+    "axolotl": [f"axolotl{META['AXOLOTL_RANGE']}"],
     # reward checker, results plot (datasets, pandas, tensorboard: verl); the kit composes and runs verl configs
     "repro": [*VERL_EXTRA, "math-verify", "matplotlib"],
     "research": [*VERL_EXTRA, "scipy", "matplotlib"],  # bias theory, simulator plots (the simulator calls verl)
@@ -62,7 +64,7 @@ EXTRAS = {
 setup(
     name="verl-hadw",
     version=META["__version__"],
-    description="HA-DW and DGPO group-relative advantage estimators: one core, adapters for verl, TRL and ms-swift",
+    description="HA-DW and DGPO group-relative advantage estimators: one core; verl, TRL, ms-swift, Axolotl adapters",
     long_description=(HERE / "README.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
     python_requires=">=3.10",

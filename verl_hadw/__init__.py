@@ -1,4 +1,4 @@
-"""verl-hadw: HA-DW and DGPO advantage estimators over a framework-free core, for verl, TRL and ms-swift.
+"""verl-hadw: HA-DW and DGPO advantage estimators over a framework-free core, for verl, TRL, ms-swift and Axolotl.
 
 Importing this package does nothing heavy. ``verl_hadw.core`` needs torch and numpy only; verl's adapter
 (``verl_hadw.verl_adapter``, loaded by verl's ``verl.plugins`` entry point in every process that imports verl)
@@ -10,3 +10,4 @@ VERL_VERSION = "0.9.1"  # the verl the tests run against throughout ([gpu]'s pin
 VERL_RANGE = ">=0.9.0,<0.10"  # what the [verl] extra accepts beside an installed verl: the one place of the bounds
 TRL_RANGE = ">=1.0.0,<2"  # what the [trl] extra accepts: a range, so an installed TRL (and its transformers) stays
 SWIFT_RANGE = ">=4.3.0,<4.7"  # what the [swift] extra accepts: ms-swift releases whose GRPO hook we replace
+AXOLOTL_RANGE = ">=0.19.0,<0.20"  # what the [axolotl] extra accepts: the Axolotl releases the adapter is proven on

@@ -1,0 +1,13 @@
+"""HA-DW and DGPO for Axolotl's GRPO (``pip install "verl-hadw[axolotl]"``): list ``verl_hadw.axolotl.HadwPlugin``
+under ``plugins:`` and set ``adv_estimator: hadw`` beside ``rl: grpo``. Never imports TRL's adapter. Usage:
+docs/axolotl.md."""
+
+from verl_hadw.core.framework import require
+
+require("axolotl", "verl_hadw.axolotl", "axolotl")
+
+# ruff: noqa: E402  (the check above comes first: without Axolotl, these would fail with its own ImportError)
+
+from verl_hadw.axolotl.plugin import HadwPlugin
+
+__all__ = ["HadwPlugin"]

@@ -1,0 +1,101 @@
+"""The Axolotl releases (``verl_hadw.AXOLOTL_RANGE``) and the Axolotl and TRL settings under which HA-DW and DGPO are
+the methods named: checked on Axolotl's validated config, before the model loads, and on the trainer's arguments."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from verl_hadw import AXOLOTL_RANGE
+from verl_hadw.core.errors import ConfigError
+from verl_hadw.hf_trainer.checks import LossTypes, in_range, installed
+from verl_hadw.hf_trainer.option_fields import YAML
+from verl_hadw.hf_trainer.trl_trainer import TRL_LOSSES, check_trl_settings
+
+__all__ = ["TRAINER_PATH", "REFUSED_SETTINGS", "LOSS_TYPES", "check_axolotl_version", "check_config",
+           "check_trainer_args"]
+
+TRAINER_PATH = "verl_hadw.axolotl.grpo_trainer.HadwAxolotlGRPOTrainer"  # the plugin sets trainer_cls to it
+LOSS_TYPES = LossTypes(TRL_LOSSES, YAML, {"loss_type": "trl.loss_type",  # Axolotl's trl: section
+                                          "multi_objective_aggregation": "trl.multi_objective_aggregation",
+                                          "mask_truncated_completions": "trl.mask_truncated_completions"})
+
+
+def _trl(cfg, key: str, default: Any = None) -> Any:
+    return getattr(cfg.trl, key, default) if cfg.trl is not None else default
+
+
+# (the Axolotl setting as a user writes it, is it set? (read from Axolotl's validated config), why, the way out)
+REFUSED_SETTINGS: list[tuple[str, Callable[[Any], bool], str, str]] = [
+    ("rl other than grpo", lambda c: str(getattr(c.rl, "value", c.rl)) != "grpo",
+     "HA-DW and DGPO replace GRPO's advantage (rl: gdpo normalises each reward function on its own)",
+     "set rl: grpo, or remove the plugin"),
+    ("context_parallel_size > 1", lambda c: (c.context_parallel_size or 1) > 1,
+     "it selects AxolotlGRPOSequenceParallelTrainer, which computes GRPO's advantages in its own "
+     "_generate_and_score_completions, where HA-DW's and DGPO's would not replace them",
+     "set context_parallel_size: 1"),
+    ("trl.async_prefetch, trl.use_data_producer",
+     lambda c: bool(_trl(c, "async_prefetch") or _trl(c, "use_data_producer")),
+     "they select AxolotlAsyncGRPOTrainer, which computes GRPO's advantages in its data producer, for batches "
+     "generated ahead of the step that trains on them (and streamed, replayed or re-rolled), so the anchor's y_t "
+     "would not be the trained step's", "set both to false"),
+    ("trl.use_liger_loss", lambda c: bool(_trl(c, "use_liger_loss")),
+     "Liger's fused GRPO loss is not checked against DGPO's valid-token averaging and needs a GPU, where the adapter "
+     "is not proven", "set trl.use_liger_loss: false"),
+    ("trainer_cls", lambda c: c.trainer_cls not in (None, TRAINER_PATH) and not _ours(c.trainer_cls),
+     f"the plugin trains through {TRAINER_PATH}, which another trainer_cls would replace",
+     "remove trainer_cls, or name a subclass of HadwAxolotlGRPOTrainer"),
+]
+
+
+def _ours(path: str) -> bool:
+    """Whether ``trainer_cls: <path>`` names ``HadwAxolotlGRPOTrainer`` or a subclass of it."""
+    from axolotl.utils.import_helper import get_cls_from_module_str  # Axolotl's own reading of trainer_cls
+
+    from verl_hadw.axolotl.grpo_trainer import HadwAxolotlGRPOTrainer
+
+    try:
+        found = get_cls_from_module_str(path)
+    except (ImportError, AttributeError, ValueError):
+        return False
+    return isinstance(found, type) and issubclass(found, HadwAxolotlGRPOTrainer)
+
+
+def check_axolotl_version() -> str:
+    """The installed Axolotl's version; ``ConfigError`` where it lies outside ``AXOLOTL_RANGE``."""
+    found = installed("axolotl", "axolotl")
+    if not in_range(found, AXOLOTL_RANGE):
+        raise ConfigError(f"verl-hadw's Axolotl adapter supports axolotl{AXOLOTL_RANGE}; the installed Axolotl is "
+                          f'{found}. Install one of those releases: pip install "axolotl{AXOLOTL_RANGE}".')
+    return found
+
+
+def check_config(cfg) -> None:
+    """Raise ``ConfigError`` for an option out of range, or an Axolotl or TRL setting of ``cfg`` (Axolotl's config
+    model, its own fields validated) under which the method would not be the one named."""
+    from trl import GRPOConfig
+
+    from verl_hadw.axolotl.grpo_config import HadwTrainingArgs, option_values
+
+    check_axolotl_version()
+    options = HadwTrainingArgs(**option_values(cfg))
+    options.check_adapter_fields()
+    for setting, is_set, why, way_out in REFUSED_SETTINGS:
+        if is_set(cfg):
+            raise ConfigError(f"{setting} is not supported with adv_estimator: {options.adv_estimator}: {why}. To "
+                              f"train with it, {way_out}.")
+    trl = {f.name: f.default for f in GRPOConfig.__dataclass_fields__.values()}  # TRL's defaults, then Axolotl's keys
+    trl.update({k: v for k, v in (cfg.trl.model_dump() if cfg.trl is not None else {}).items() if v is not None})
+    batch, processes = trl["generation_batch_size"], cfg.world_size or 1
+    for key in ("loss_type", "scale_rewards", "multi_objective_aggregation", "mask_truncated_completions",
+                "top_entropy_quantile"):
+        setattr(options, key, trl[key])
+    options.scale_rewards = {True: "group", False: "none"}.get(options.scale_rewards, options.scale_rewards)  # as TRL
+    options.gradient_accumulation_steps = cfg.gradient_accumulation_steps or 1
+    options.steps_per_generation = None if batch is None else batch // ((cfg.micro_batch_size or 1) * processes)
+    check_trl_settings(options, LOSS_TYPES, installed("trl", "trl"))
+
+
+def check_trainer_args(args) -> None:
+    """Raise ``ConfigError`` for a TRL setting of the trainer's ``args`` as Axolotl built them (every default and
+    derived value resolved)."""
+    check_trl_settings(args, LOSS_TYPES, installed("trl", "trl"))
