@@ -1,15 +1,18 @@
-"""What the framework environments' scripts (``trl_environment.py``, ``swift_environment.py``) run commands with: ``sh``
-(a command in the environment's own environment, offline, failing with its output) and ``freeze`` (``pip freeze`` as a
-name -> version map), written once for both."""
+"""What the framework environments' scripts (``trl_environment.py``, ``swift_environment.py``,
+``axolotl_environment.py``) run commands with: ``sh`` (a command in the environment's own environment, offline,
+failing with its output), ``freeze`` (``pip freeze`` as a name -> version map), a copy of the checkout to build from,
+the extra installed and its freeze diff checked, and the freeze as pins; written once for all."""
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
-__all__ = ["sh", "freeze"]
+__all__ = ["sh", "freeze", "checkout_copy", "install_extra", "pins", "lay", "run_tests"]
 
 
 def sh(*cmd, cwd=None, env=None, timeout=1800) -> str:
@@ -30,4 +33,60 @@ def freeze(python: Path) -> dict[str, str]:
         if not sep:  # "name @ file:///..." (a local install)
             name, _, version = line.partition(" @ ")
         out[re.sub(r"[-_.]+", "-", name.strip()).lower()] = version.strip()
+    return out
+
+
+def checkout_copy(root: Path, target: Path) -> Path:
+    """A copy of the checkout ``root`` at ``target``, without what is the checkout's own (git, venvs, builds, runs):
+    pip builds in the source tree, and another environment may build from ``root`` at the same time."""
+    top = {".git", ".venv", "build", "site", "outputs", "runs", "data"}
+    shutil.copytree(root, target, ignore=lambda folder, names: [
+        n for n in names if n == "__pycache__" or n.endswith(".egg-info") or (Path(folder) == root and n in top)])
+    return target
+
+
+def install_extra(python: Path, source: Path, extra: str, tag: str) -> dict[str, str]:
+    """``pip install <source>[<extra>]`` as a user installs it, no constraints (none may need one); prints ``pip
+    freeze`` before and after (in CI's output, passed or not), checks that it added verl-hadw and nothing else and
+    changed nothing installed; the freeze after."""
+    before = freeze(python)
+    sh(python, "-m", "pip", "install", "-q", "--no-compile", f"{source}[{extra}]")
+    after = freeze(python)
+    print(f"\n{tag} pip freeze before: " + " ".join(f"{k}=={v}" for k, v in sorted(before.items())))
+    print(f"{tag} pip freeze after:  " + " ".join(f"{k}=={v}" for k, v in sorted(after.items())))
+    changed = {k: (v, after.get(k)) for k, v in before.items() if after.get(k) != v}
+    assert changed == {}, f"installed versions changed: {changed}"
+    added = sorted(after.keys() - before.keys())
+    print(f"{tag} added: {added}", flush=True)
+    assert added == ["verl-hadw"], added
+    return after
+
+
+def pins(after: dict[str, str], path: Path) -> Path:
+    """``after`` (a freeze) as a constraints file: what a test runner installed beside it may not change."""
+    path.write_text("".join(f"{k}=={v}\n" for k, v in after.items() if re.fullmatch(r"[0-9][0-9a-z.+]*", v)))
+    return path
+
+
+def lay(venv: Path, *requirements: str, constraints: Path) -> Path:
+    """A framework user's environment as it was before our extra, laid by uv from its cache (seconds, where pip takes
+    ~100 s unpacking torch), with pip in it (``--seed``): our extra then goes in with pip, as a user installs it.
+    The environment's python."""
+    uv = Path(sys.executable).with_name("uv")
+    sh(uv, "venv", "-q", "--seed", "--python", sys.executable, venv)
+    python = venv / "bin" / "python"
+    sh(uv, "pip", "install", "-q", "--python", python, "-c", constraints, *requirements)
+    return python
+
+
+def run_tests(venv: Path, root: Path, folders: list[str], reader: Path, workdir: Path, *options: str,
+              env: dict | None = None) -> str:
+    """pytest (pinned to what is installed) in the environment, on the ``tests/`` ``folders`` present, by path (the
+    installed package, not the checkout's), but ``reader`` (the environment's reader, a test of the main environment);
+    its passed tests' lines and its summary."""
+    sh(venv / "bin" / "python", "-m", "pip", "install", "-q", "--no-compile", "-c",
+       pins(freeze(venv / "bin" / "python"), workdir / "installed.txt"), "pytest")
+    paths = [str((root / "tests" / name).relative_to(root)) for name in folders if (root / "tests" / name).is_dir()]
+    out = sh(venv / "bin" / "pytest", "-q", "-rA", "-s", "-p", "no:cacheprovider", "--basetemp", workdir / "pytest",
+             *options, "--ignore", reader.relative_to(root), *paths, cwd=root, env=env)
     return out

@@ -23,12 +23,11 @@ swift 4.6's collate); the newest release's environment runs all of it.
 """
 
 import re
-import shutil
 import sys
 import time
 from pathlib import Path
 
-from environment_shell import freeze, sh
+from environment_shell import checkout_copy, freeze, install_extra, lay, run_tests, sh
 from repo_paths import ROOT, TESTS
 
 FORBIDDEN = {"verl", "ray", "vllm", "wandb"}
@@ -41,49 +40,26 @@ def main(version: str, workdir: Path, lean: bool = False) -> int:
     timings, tag = {}, f"[swift {version}]"
     venv = workdir / "venv"
     start = time.monotonic()
-    # The swift user's environment as it was before our extra: laid by uv from its cache (seconds, where pip takes
-    # ~100 s unpacking torch), with pip in it (--seed); our extra then goes in with pip, as a user installs it.
-    uv = Path(sys.executable).with_name("uv")
-    sh(uv, "venv", "-q", "--seed", "--python", sys.executable, venv)
-    python = venv / "bin" / "python"
-    sh(uv, "pip", "install", "-q", "--python", python, "-c", ROOT / "constraints-cpu.txt", f"ms-swift=={version}",
-       "msgspec")
+    python = lay(venv, f"ms-swift=={version}", "msgspec", constraints=ROOT / "constraints-cpu.txt")
     timings["ms-swift first"] = time.monotonic() - start
     before = freeze(python)
     assert before["ms-swift"] == version and "trl" in before
 
     start = time.monotonic()
-    # from a copy of the checkout: pip builds in the source tree, and the other environment builds from this one
-    source = workdir / "source"
-    top = {".git", ".venv", "build", "site", "outputs", "runs", "data"}  # the checkout's own, none of the package
-    shutil.copytree(ROOT, source, ignore=lambda folder, names: [
-        n for n in names if n == "__pycache__" or n.endswith(".egg-info") or (Path(folder) == ROOT and n in top)])
-    sh(python, "-m", "pip", "install", "-q", "--no-compile", f"{source}[swift]")  # no constraints: none may need one
+    source = checkout_copy(ROOT, workdir / "source")  # the other environment builds from the checkout meanwhile
+    after = install_extra(python, source, "swift", tag)
     timings["the [swift] extra"] = time.monotonic() - start
-    after = freeze(python)
-    # in CI's output (tests/swift_adapter/test_swift_environment.py prints this script's output), passed or not
-    print(f"\n{tag} pip freeze before: " + " ".join(f"{k}=={v}" for k, v in sorted(before.items())))
-    print(f"{tag} pip freeze after:  " + " ".join(f"{k}=={v}" for k, v in sorted(after.items())))
-    changed = {k: (v, after.get(k)) for k, v in before.items() if after.get(k) != v}
-    assert changed == {}, f"installed versions changed: {changed}"
-    added = sorted(after.keys() - before.keys())
-    print(f"{tag} added: {added}", flush=True)
-    assert added == ["verl-hadw"], added
     assert not FORBIDDEN & set(after), sorted(FORBIDDEN & set(after))
 
     sh(python, "-c", "import sys, verl_hadw.swift_adapter.grpo_trainer; loaded = set(sys.modules); "
                      "assert not {'verl', 'ray', 'verl_hadw.trl', 'verl_hadw.verl_adapter'} & loaded, loaded")
 
     start = time.monotonic()
-    pins = workdir / "installed.txt"
-    pins.write_text("".join(f"{k}=={v}\n" for k, v in after.items() if re.fullmatch(r"[0-9][0-9a-z.+]*", v)))
-    sh(python, "-m", "pip", "install", "-q", "--no-compile", "-c", pins, "pytest")
-    folders = [str((TESTS / name).relative_to(ROOT)) for name in FOLDERS if (TESTS / name).is_dir()]  # by path
     subset = ["-k", "(not switched_off or dapo) and (not moment_of_a_save or trainer_state)",
               "--ignore", str(PACKED.relative_to(ROOT))] if lean else []
-    out = sh(venv / "bin" / "pytest", "-q", "-rA", "-s", "-p", "no:cacheprovider", "--basetemp", workdir / "pytest",
-             *subset, "--ignore", READER.relative_to(ROOT), *folders, cwd=ROOT,
-             env={"SWIFT_ENV_KEEP": str(workdir / "records"), "SWIFT_ENV_RANKS": "1" if lean else "2"})
+    out = run_tests(venv, ROOT, list(FOLDERS), READER, workdir, *subset,
+                    env={"SWIFT_ENV_KEEP": str(workdir / "records"), "SWIFT_ENV_RANKS": "1" if lean else "2"})
+    folders = [name for name in FOLDERS if (TESTS / name).is_dir()]
     timings[f"pytest ({' '.join(folders)})"] = time.monotonic() - start
     keep = ("PASSED ", "[swift environment]")
     print("\n".join(line for line in out.splitlines() if line.startswith(keep) or re.match(r"^\d+ passed", line)))
