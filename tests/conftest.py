@@ -22,6 +22,10 @@ pytest_plugins = ["own_process"]  # tests that start a Ray driver run in a child
 SWIFT_READER = "test_swift_environment.py"
 collect_ignore = [] if importlib.util.find_spec("swift") else [
     str(p.relative_to(TESTS)) for p in sorted((TESTS / "swift_adapter").glob("test_*.py")) if p.name != SWIFT_READER]
+# Axolotl's likewise (it pins its TRL): tests/helpers/axolotl_environment.py runs them, the reader reads it
+AXOLOTL_READER = "test_axolotl_environment.py"
+collect_ignore += [] if importlib.util.find_spec("axolotl") else [
+    str(p.relative_to(TESTS)) for p in sorted((TESTS / "axolotl").glob("test_*.py")) if p.name != AXOLOTL_READER]
 
 
 def pytest_configure(config):

@@ -42,6 +42,7 @@ STRAIGHT, HALF = 3, 2  # legacy runs: 3 steps, checkpoints at 2 and 3 (verl save
 SMOKE_STEPS, SMOKE_RESUME_STEPS = 2, 3  # the smoke launch: steps 1-2 saved at 2, then resumed to 3
 SWIFT_OLDEST, SWIFT_NEWEST = "4.3.0", "4.6.0"  # the ends of SWIFT_RANGE (test_swift_environment.py checks them)
 SWIFT_ENV = HELPERS / "swift_environment.py"
+AXOLOTL = "0.19.0"  # the Axolotl release the adapter is proven on (test_axolotl_environment.py checks it)
 LAUNCH_TIMEOUT = 1800  # seconds: a hung launch is killed (the slowest takes about 4 min here)
 
 
@@ -421,6 +422,8 @@ LAUNCHES: dict[str, Launch] = {
                cost=120),
         Launch("swift_env_oldest", command("swift_env_oldest", sys.executable, str(SWIFT_ENV), SWIFT_OLDEST, ".",
                                             "--lean"), cost=90),
+        Launch("axolotl_env", command("axolotl_env", sys.executable, str(HELPERS / "axolotl_environment.py"), AXOLOTL,
+                                      "."), cost=180),
         Launch("v090_straight", v090_straight, cost=60),
         Launch("v090_resumed", v090_resumed, after="v090_straight", cost=45),
         Launch("v090_gdpo_dgpo_keys", v090_gdpo_dgpo_keys, cost=40),

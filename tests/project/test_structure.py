@@ -19,7 +19,7 @@ from repo_paths import HELPERS, ROOT, TESTS
 PACKAGE = ROOT / "verl_hadw"
 
 # package -> (the modules in it, as prefixes of dotted names; the packages it may import besides itself)
-ADAPTERS = ["verl_adapter", "trl", "swift_adapter"]
+ADAPTERS = ["verl_adapter", "trl", "swift_adapter", "axolotl"]
 # verl's adapter: entry modules at its top, and two subpackages (folders) below them, each importing only downward
 VERL_PACKAGES = ["verl_adapter", "verl_adapter.anchor_store", "verl_adapter.config", "verl_adapter.base"]
 PACKAGES = {
@@ -44,6 +44,8 @@ PACKAGES = {
     "trl": (["verl_hadw.trl"], ["core", "support", "hf_trainer"]),  # never verl's adapter: a TRL install has no verl
     # ms-swift's adapter: its own environment (trl<1.0), so never TRL's adapter, nor verl's
     "swift_adapter": (["verl_hadw.swift_adapter"], ["core", "support", "hf_trainer"]),
+    # Axolotl's adapter: its own environment (it pins its TRL), so never TRL's adapter, nor verl's
+    "axolotl": (["verl_hadw.axolotl"], ["core", "support", "hf_trainer"]),
     "cpu": (["verl_hadw.cpu"], ["core", "support", *VERL_PACKAGES]),
     "toy": (["verl_hadw.toy"], ["core", "support", *VERL_PACKAGES]),
     "repro": (["verl_hadw.repro"], ["core", "support", *VERL_PACKAGES, "toy"]),
@@ -154,7 +156,7 @@ def test_the_graph_sees_what_it_checks():
 
 
 # the roles every HF-Trainer-based adapter holds, under the same names (a new framework copies one adapter's folder)
-HF_ADAPTERS, HF_ROLES = ("trl", "swift_adapter"), ("grpo_config.py", "grpo_trainer.py", "checks.py")
+HF_ADAPTERS, HF_ROLES = ("trl", "swift_adapter", "axolotl"), ("grpo_config.py", "grpo_trainer.py", "checks.py")
 
 
 def test_the_hf_adapters_hold_the_same_roles_under_the_same_names():
@@ -195,6 +197,7 @@ TEST_FOLDERS = {
     "verl_adapter": VERL_PACKAGES,  # its entry modules and its subpackages (config/, anchor_store/)
     "trl": ["trl"],
     "swift_adapter": ["swift_adapter"],
+    "axolotl": ["axolotl"],
     "hf_trainer": ["hf_trainer"],
     "e2e": ["cpu", "toy"],  # verl's real main_ppo on CPU: verl_hadw.cpu and the toy's launcher
     "repro": ["repro"],
@@ -203,7 +206,8 @@ TEST_FOLDERS = {
     "project": None,
 }
 # read a framework environment's output
-ENVIRONMENT_READERS = {"trl/test_trl_environment.py", "swift_adapter/test_swift_environment.py"}
+ENVIRONMENT_READERS = {"trl/test_trl_environment.py", "swift_adapter/test_swift_environment.py",
+                       "axolotl/test_axolotl_environment.py"}
 TOP_LEVEL_TESTS: set[str] = set()  # test files allowed at tests/ itself, outside every folder: none
 NAMED_FILE = re.compile(r"[\w./-]+\.(?:py|sh|sbatch)\b")
 RUNNABLE = {p.name: p for folder in (HELPERS, ROOT / "scripts", ROOT / "examples", ROOT / "benchmarks")

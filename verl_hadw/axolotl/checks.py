@@ -51,13 +51,11 @@ def _ours(path: str) -> bool:
     """Whether ``trainer_cls: <path>`` names ``HadwAxolotlGRPOTrainer`` or a subclass of it."""
     from axolotl.utils.import_helper import get_cls_from_module_str  # Axolotl's own reading of trainer_cls
 
-    from verl_hadw.axolotl.grpo_trainer import HadwAxolotlGRPOTrainer
-
     try:
         found = get_cls_from_module_str(path)
     except (ImportError, AttributeError, ValueError):
         return False
-    return isinstance(found, type) and issubclass(found, HadwAxolotlGRPOTrainer)
+    return any(f"{c.__module__}.{c.__qualname__}" == TRAINER_PATH for c in getattr(found, "__mro__", ()))
 
 
 def check_axolotl_version() -> str:
@@ -69,15 +67,13 @@ def check_axolotl_version() -> str:
     return found
 
 
-def check_config(cfg) -> None:
-    """Raise ``ConfigError`` for an option out of range, or an Axolotl or TRL setting of ``cfg`` (Axolotl's config
-    model, its own fields validated) under which the method would not be the one named."""
+def check_config(cfg, options) -> None:
+    """Raise ``ConfigError`` for an option of ``options`` (``HadwTrainingArgs``) out of range, or an Axolotl or TRL
+    setting of ``cfg`` (Axolotl's config model, its own fields validated) under which the method would not be the one
+    named."""
     from trl import GRPOConfig
 
-    from verl_hadw.axolotl.grpo_config import HadwTrainingArgs, option_values
-
     check_axolotl_version()
-    options = HadwTrainingArgs(**option_values(cfg))
     options.check_adapter_fields()
     for setting, is_set, why, way_out in REFUSED_SETTINGS:
         if is_set(cfg):

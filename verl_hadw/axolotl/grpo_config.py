@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field, create_model, model_validator
 
+from verl_hadw.axolotl.checks import check_config
 from verl_hadw.hf_trainer.option_fields import YAML, OptionFields, hf_terms
 
 __all__ = ["AXOLOTL", "HadwTrainingArgs", "HadwAxolotlArgs", "option_values"]
@@ -35,9 +36,7 @@ class _Checked(BaseModel):
     @model_validator(mode="after")
     def check_hadw(self):
         """Axolotl's whole config, once its own fields are valid: the options and the settings they constrain."""
-        from verl_hadw.axolotl.checks import check_config
-
-        check_config(self)
+        check_config(self, HadwTrainingArgs(**option_values(self)))
         return self
 
 
