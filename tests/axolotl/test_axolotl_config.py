@@ -92,3 +92,16 @@ def test_an_axolotl_outside_the_range_is_refused(assets, tmp_path, monkeypatch):
     real = checks.installed
     monkeypatch.setattr(checks, "installed", lambda dist, extra: "0.18.0" if dist == "axolotl" else real(dist, extra))
     assert "supports axolotl>=0.19.0,<0.20; the installed Axolotl is 0.18.0" in refused(assets, tmp_path)
+
+
+def test_the_page_shows_the_documented_yaml_and_every_refusal():
+    """docs/axolotl.md's YAML is the one the tests train (``axolotl_data.YAML``), and its tables are the checks'."""
+    from field_checks import loss_types_table, refusals_table
+    from repo_paths import ROOT
+
+    from verl_hadw.toy.axolotl_data import YAML
+
+    page = (ROOT / "docs" / "axolotl.md").read_text(encoding="utf-8")
+    assert f"<!-- axolotl-yaml:begin -->\n```yaml\n{YAML.format(out='toy')}```\n<!-- axolotl-yaml:end -->" in page
+    assert f"<!-- axolotl-refused:begin -->\n{refusals_table(checks.REFUSED_SETTINGS)}\n" in page
+    assert f"<!-- axolotl-losses:begin -->\n{loss_types_table(checks.LOSS_TYPES)}\n" in page

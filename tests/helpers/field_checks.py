@@ -67,3 +67,10 @@ def options_class(terms, name: str = "Options") -> type:
 
     return dataclasses.make_dataclass(name, [], bases=(OptionFields,),
                                       namespace={"terms": terms, "scale_rewards": "group"})
+
+
+def refusals_table(refused_settings) -> str:
+    """docs/axolotl.md's table of refused settings: (setting, is it set?, why, the way out)."""
+    rows = ["| Axolotl setting | why it is refused | the way out |", "|---|---|---|"]
+    rows += [f"| `{setting}` | {why} | {way_out} |" for setting, _, why, way_out in refused_settings]
+    return "\n".join(rows)

@@ -1,9 +1,7 @@
-"""The toy task for Axolotl: the tiny local model, the prompts as a JSONL dataset Axolotl's GRPO reads as it is
-(``prompt`` and the allowed characters as ``solution``), the verifiable reward (``accuracy``, named in the YAML's
-``trl.reward_funcs``) and the documented YAML (docs/axolotl.md) with its paths filled in. Nothing is downloaded.
+"""The toy task for Axolotl: the tiny local model, the prompts as JSONL (``prompt``, ``solution``), the reward
+(``accuracy``, the YAML's ``trl.reward_funcs``) and the documented YAML (docs/axolotl.md). Nothing is downloaded.
 
     python -m verl_hadw.toy.axolotl_data OUT_DIR      # OUT_DIR/model, OUT_DIR/train.jsonl, OUT_DIR/hadw.yml
-    axolotl train OUT_DIR/hadw.yml --launcher python
 """
 
 from __future__ import annotations
