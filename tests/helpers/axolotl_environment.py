@@ -16,12 +16,11 @@ against the installed package. The runs' records are kept under ``WORKDIR/record
 TRL's adapter and verl's estimator.
 """
 
-import re
 import sys
 import time
 from pathlib import Path
 
-from environment_shell import checkout_copy, freeze, install_extra, lay, run_tests, sh
+from environment_shell import checkout_copy, freeze, install_extra, lay, report, run_tests, sh
 from repo_paths import ROOT, TESTS
 
 FORBIDDEN = {"verl", "ray", "vllm"}
@@ -47,11 +46,7 @@ def main(version: str, workdir: Path) -> int:
     keep = {"AXOLOTL_ENV_KEEP": str(workdir / "records")}
     out = run_tests(workdir / "venv", ROOT, FOLDERS, READER, workdir, env=keep)
     timings["pytest (tests/axolotl, tests/hf_trainer)"] = time.monotonic() - start
-    shown = ("PASSED ", "[axolotl train]")
-    print("\n".join(line for line in out.splitlines() if line.startswith(shown) or re.match(r"^\d+ passed", line)))
-    print(f"{tag} records: {workdir / 'records'}")
-    print(f"{tag} timings (s): " + ", ".join(f"{k} {v:.0f}" for k, v in timings.items()))
-    print(f"{tag} every check passed", flush=True)
+    report(tag, out, ("PASSED ", "[axolotl train]"), workdir, timings)
     return 0
 
 

@@ -90,3 +90,12 @@ def run_tests(venv: Path, root: Path, folders: list[str], reader: Path, workdir:
     out = sh(venv / "bin" / "pytest", "-q", "-rA", "-s", "-p", "no:cacheprovider", "--basetemp", workdir / "pytest",
              *options, "--ignore", reader.relative_to(root), *paths, cwd=root, env=env)
     return out
+
+
+def report(tag: str, out: str, shown: tuple[str, ...], workdir: Path, timings: dict[str, float]) -> None:
+    """An environment's end, for its reader: the lines of pytest's ``out`` that start with ``shown`` and its summary,
+    where the runs' records are kept, the timings, and that every check passed."""
+    print("\n".join(line for line in out.splitlines() if line.startswith(shown) or re.match(r"^\d+ passed", line)))
+    print(f"{tag} records: {workdir / 'records'}")
+    print(f"{tag} timings (s): " + ", ".join(f"{k} {v:.0f}" for k, v in timings.items()))
+    print(f"{tag} every check passed", flush=True)

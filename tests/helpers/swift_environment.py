@@ -22,12 +22,11 @@ environment, for CI's time): the command-line run on one rank instead of two, th
 swift 4.6's collate); the newest release's environment runs all of it.
 """
 
-import re
 import sys
 import time
 from pathlib import Path
 
-from environment_shell import checkout_copy, freeze, install_extra, lay, run_tests, sh
+from environment_shell import checkout_copy, freeze, install_extra, lay, report, run_tests, sh
 from repo_paths import ROOT, TESTS
 
 FORBIDDEN = {"verl", "ray", "vllm", "wandb"}
@@ -61,11 +60,7 @@ def main(version: str, workdir: Path, lean: bool = False) -> int:
                     env={"SWIFT_ENV_KEEP": str(workdir / "records"), "SWIFT_ENV_RANKS": "1" if lean else "2"})
     folders = [name for name in FOLDERS if (TESTS / name).is_dir()]
     timings[f"pytest ({' '.join(folders)})"] = time.monotonic() - start
-    keep = ("PASSED ", "[swift environment]")
-    print("\n".join(line for line in out.splitlines() if line.startswith(keep) or re.match(r"^\d+ passed", line)))
-    print(f"{tag} records: {workdir / 'records'}")
-    print(f"{tag} timings (s): " + ", ".join(f"{k} {v:.0f}" for k, v in timings.items()))
-    print(f"{tag} every check passed", flush=True)
+    report(tag, out, ("PASSED ", "[swift environment]"), workdir, timings)
     return 0
 
 
