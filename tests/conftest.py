@@ -1,3 +1,4 @@
+import importlib.metadata
 import importlib.util
 import os
 import signal
@@ -22,9 +23,10 @@ pytest_plugins = ["own_process"]  # tests that start a Ray driver run in a child
 SWIFT_READER = "test_swift_environment.py"
 collect_ignore = [] if importlib.util.find_spec("swift") else [
     str(p.relative_to(TESTS)) for p in sorted((TESTS / "swift_adapter").glob("test_*.py")) if p.name != SWIFT_READER]
-# Axolotl's likewise (it pins its TRL): tests/helpers/axolotl_environment.py runs them, the reader reads it
+# Axolotl's likewise (it pins its TRL): tests/helpers/axolotl_environment.py runs them, the reader reads it. Asked of
+# the installed distributions: with tests/ on sys.path, the folder tests/axolotl/ is a namespace package "axolotl"
 AXOLOTL_READER = "test_axolotl_environment.py"
-collect_ignore += [] if importlib.util.find_spec("axolotl") else [
+collect_ignore += [] if importlib.metadata.packages_distributions().get("axolotl") else [
     str(p.relative_to(TESTS)) for p in sorted((TESTS / "axolotl").glob("test_*.py")) if p.name != AXOLOTL_READER]
 
 

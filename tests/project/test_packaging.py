@@ -280,10 +280,11 @@ from verl_hadw.register import register
 from verl_hadw.trl import HadwGRPOConfig, HadwGRPOTrainer
 from verl_hadw.core.anchor.file_format import STATE_FILE
 assert STATE_FILE == "verl_hadw_anchor.json"
-try:
-    import verl_hadw.swift_adapter
-except ModuleNotFoundError as e:
-    assert 'pip install "verl-hadw[swift]"' in str(e), e
+for adapter, extra in (("swift_adapter", "swift"), ("axolotl", "axolotl")):  # their frameworks' own environments
+    try:
+        importlib.import_module(f"verl_hadw.{adapter}")
+    except ModuleNotFoundError as e:
+        assert f'pip install "verl-hadw[{extra}]"' in str(e), e
 print("USER-NAMED OK", len(targets), len(packages), sorted(targets | packages))
 """
 
@@ -292,6 +293,8 @@ def test_every_path_a_user_names_imports_from_the_installed_wheel(venv):
     """What users name and this layout must keep: setup.py's entry points and console scripts, the YAMLs'
     ``_target_``, ``pkg://`` paths and ``trainer.checkpoint_callback_class``, ``verl_hadw.register``,
     ``verl_hadw.trl``, and the anchor file's name; ``verl_hadw.swift_adapter.rlhf_main`` and the ``verl-hadw-swift``
-    script load in the ms-swift environments (tests/swift_adapter/test_swift_arguments.py), which install the extra."""
+    script load in the ms-swift environments (tests/swift_adapter/test_swift_arguments.py),
+    ``verl_hadw.axolotl.HadwPlugin`` in the Axolotl environment (tests/axolotl/), which install the extras; here each
+    names its install."""
     out = run_in(venv, venv[0] / "bin" / "python", "-c", USER_NAMED)
     assert "USER-NAMED OK" in out, out
