@@ -4,8 +4,8 @@ newest TRL of the range).
 
     python tests/helpers/trl_environment.py WORKDIR
 
-A script, not a test file: the session's stage runs it in the background beside the other tests (it waits on pip
-most of its time), and ``tests/trl/test_trl_environment.py`` reads its exit code and output; an assertion here fails it.
+A script, not a test file: the session's stage runs it in the background beside the other tests, and
+``tests/trl/test_trl_environment.py`` reads its exit code and output; an assertion here fails it.
 
 A fresh virtualenv gets the lowest release of ``TRL_RANGE`` first (with CPU torch, as a TRL user's machine would
 have it), then this checkout's ``[trl]`` extra. ``pip freeze`` before and after: additions only, no installed version
@@ -14,8 +14,8 @@ adapter's folder ``tests/trl/`` runs there against the installed package (but it
 core's own tests (``tests/core/``) and, once it has tests, ``tests/hf_trainer/`` (what TRL's and ms-swift's adapters
 share): among them ``examples/trl_hadw.py`` as the docs
 show it, a run saved and resumed equal to the run that never stopped, bit for bit, and each TRL feature
-(``test_trl_features.py``). Wheels come from pip's cache (the test install fills it), so the cost is the installs
-and the tests themselves: the script prints its timings.
+(``test_trl_features.py``). TRL goes in first laid by uv from its cache (``environment_shell.lay``), the extra with
+pip, so the cost is the installs and the tests themselves: the script prints its timings.
 """
 
 import re
@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from environment_shell import freeze, sh
+from environment_shell import freeze, lay, sh
 from repo_paths import ROOT, TESTS
 
 FORBIDDEN = {"verl", "ray", "vllm", "wandb"}
@@ -42,13 +42,9 @@ def lowest_trl() -> str:
 def main(tmp_path: Path) -> int:
     timings, low = {}, lowest_trl()
     start = time.monotonic()
-    sh(sys.executable, "-m", "venv", tmp_path / "venv")
-    python = tmp_path / "venv" / "bin" / "python"
-    # --no-compile: no .pyc for the thousands of modules nothing here imports (74 instead of 86 core-s here)
     # requests: TRL 1.0's GRPOTrainer imports it (trl/generation/vllm_client.py) without declaring it, so a TRL user
     # whose GRPOTrainer works has it (transformers 5 no longer brings it)
-    sh(python, "-m", "pip", "install", "-q", "--no-compile", "-c", ROOT / "constraints-cpu.txt", f"trl=={low}",
-       "requests")
+    python = lay(tmp_path / "venv", f"trl=={low}", "requests", constraints=ROOT / "constraints-cpu.txt")
     timings["trl first"] = time.monotonic() - start
     before = freeze(python)
     assert before["trl"] == low
