@@ -27,8 +27,8 @@ def _trl(cfg, key: str, default: Any = None) -> Any:
 # (the Axolotl setting as a user writes it, is it set? (read from Axolotl's validated config), why, the way out)
 REFUSED_SETTINGS: list[tuple[str, Callable[[Any], bool], str, str]] = [
     ("rl other than grpo", lambda c: str(getattr(c.rl, "value", c.rl)) != "grpo",
-     "HA-DW and DGPO replace GRPO's advantage (rl: gdpo normalises each reward function on its own)",
-     "set rl: grpo, or remove the plugin"),
+     "HA-DW and DGPO replace GRPO's advantage, which other rl types do not compute (rl: gdpo normalises each reward "
+     "function on its own); without GRPO, remove the plugin", "set rl: grpo"),
     ("context_parallel_size > 1", lambda c: (c.context_parallel_size or 1) > 1,
      "it selects AxolotlGRPOSequenceParallelTrainer, which computes GRPO's advantages in its own "
      "_generate_and_score_completions, where HA-DW's and DGPO's would not replace them",
@@ -77,8 +77,8 @@ def check_config(cfg, options) -> None:
     options.check_adapter_fields()
     for setting, is_set, why, way_out in REFUSED_SETTINGS:
         if is_set(cfg):
-            raise ConfigError(f"{setting} is not supported with adv_estimator: {options.adv_estimator}: {why}. To "
-                              f"train with it, {way_out}.")
+            raise ConfigError(f"{setting} is not supported with adv_estimator: {options.adv_estimator}: {why}. To use "
+                              f"the plugin, {way_out}.")
     trl = {f.name: f.default for f in GRPOConfig.__dataclass_fields__.values()}  # TRL's defaults, then Axolotl's keys
     trl.update({k: v for k, v in (cfg.trl.model_dump() if cfg.trl is not None else {}).items() if v is not None})
     batch, processes = trl["generation_batch_size"], cfg.world_size or 1
