@@ -79,13 +79,13 @@ def lay(venv: Path, *requirements: str, constraints: Path) -> Path:
     return python
 
 
-def run_tests(venv: Path, root: Path, folders: list[str], reader: Path, workdir: Path, *options: str,
-              env: dict | None = None) -> str:
-    """pytest (pinned to what is installed) in the environment, on the ``tests/`` ``folders`` present, by path (the
-    installed package, not the checkout's), but ``reader`` (the environment's reader, a test of the main environment);
-    its passed tests' lines and its summary."""
+def run_tests(venv: Path, installed: dict[str, str], root: Path, folders: list[str], reader: Path, workdir: Path,
+              *options: str, env: dict | None = None) -> str:
+    """pytest (pinned to what is ``installed``, the environment's freeze) in the environment, on the ``tests/``
+    ``folders`` present, by path (the installed package, not the checkout's), but ``reader`` (the environment's reader,
+    a test of the main environment); its output."""
     sh(venv / "bin" / "python", "-m", "pip", "install", "-q", "--no-compile", "-c",
-       pins(freeze(venv / "bin" / "python"), workdir / "installed.txt"), "pytest")
+       pins(installed, workdir / "installed.txt"), "pytest")
     paths = [str((root / "tests" / name).relative_to(root)) for name in folders if (root / "tests" / name).is_dir()]
     out = sh(venv / "bin" / "pytest", "-q", "-rA", "-s", "-p", "no:cacheprovider", "--basetemp", workdir / "pytest",
              *options, "--ignore", reader.relative_to(root), *paths, cwd=root, env=env)
