@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from environment_shell import freeze, lay, sh
+from environment_shell import freeze, lay, pins, sh
 from repo_paths import ROOT, TESTS
 
 FORBIDDEN = {"verl", "ray", "vllm", "wandb"}
@@ -71,9 +71,8 @@ def main(tmp_path: Path) -> int:
     # pytest, PEFT for test_trl_features.py (TRL's optional dependency) and mypy for test_trl_types.py, pinned to change
     # nothing installed
     start = time.monotonic()
-    pins = tmp_path / "installed.txt"
-    pins.write_text("".join(f"{k}=={v}\n" for k, v in after.items() if re.fullmatch(r"[0-9][0-9a-z.+]*", v)))
-    sh(python, "-m", "pip", "install", "-q", "--no-compile", "-c", pins, "pytest", "peft", "mypy")
+    sh(python, "-m", "pip", "install", "-q", "--no-compile", "-c", pins(after, tmp_path / "installed.txt"), "pytest",
+       "peft", "mypy")
     # and the core's own tests (the equations, the anchor, the file format): they need no verl. By folder, by path
     folders = [str((TESTS / name).relative_to(ROOT)) for name in FOLDERS if (TESTS / name).is_dir()]
     # the kill during a save at one moment, and no run per loss type (the switched-off runs train four loss types

@@ -11,13 +11,13 @@ from verl_hadw.hf_trainer.checks import LossTypes, in_range, installed
 from verl_hadw.hf_trainer.option_fields import YAML
 from verl_hadw.hf_trainer.trl_trainer import TRL_LOSSES, check_trl_settings
 
-__all__ = ["TRAINER_PATH", "REFUSED_SETTINGS", "LOSS_TYPES", "check_axolotl_version", "check_config",
+__all__ = ["TRAINER_PATH", "TRL_KEYS", "REFUSED_SETTINGS", "LOSS_TYPES", "check_axolotl_version", "check_config",
            "check_trainer_args"]
 
 TRAINER_PATH = "verl_hadw.axolotl.grpo_trainer.HadwAxolotlGRPOTrainer"  # the plugin sets trainer_cls to it
-LOSS_TYPES = LossTypes(TRL_LOSSES, YAML, {"loss_type": "trl.loss_type",  # Axolotl's trl: section
-                                          "multi_objective_aggregation": "trl.multi_objective_aggregation",
-                                          "mask_truncated_completions": "trl.mask_truncated_completions"})
+TRL_KEYS = {key: f"trl.{key}" for key in (  # TRL's settings the messages name, in Axolotl's trl: section
+    "loss_type", "scale_rewards", "reward_weights", "multi_objective_aggregation", "mask_truncated_completions")}
+LOSS_TYPES = LossTypes(TRL_LOSSES, YAML, TRL_KEYS)
 
 
 def _trl(cfg, key: str, default: Any = None) -> Any:

@@ -10,14 +10,14 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field, create_model, model_validator
 
-from verl_hadw.axolotl.checks import check_config
+from verl_hadw.axolotl.checks import TRL_KEYS, check_config
 from verl_hadw.hf_trainer.option_fields import YAML, OptionFields, hf_terms
 
 __all__ = ["AXOLOTL", "HadwTrainingArgs", "HadwAxolotlArgs", "option_values"]
 
 AXOLOTL = hf_terms("Axolotl", YAML, resume_from="resume_from_checkpoint: <its folder>",
                    new_experiment="another output_dir, or no resume_from_checkpoint",
-                   names={"scale_rewards": "trl.scale_rewards", "reward_weights": "trl.reward_weights"})
+                   names=TRL_KEYS)
 
 
 @dataclass
