@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from e2e_runs import AXOLOTL
-from pytest_summary import not_passed, passed_count
+from pytest_summary import failures, not_passed, passed_count
 from replay import RUNS, replay
 from repo_paths import ROOT, TESTS
 
@@ -28,7 +28,7 @@ def test_the_axolotl_extra_changes_nothing_an_axolotl_user_has_and_the_adapters_
     run = e2e.result("axolotl_env")
     with capsys.disabled():  # the freezes, Axolotl's hadw/* log lines and the timings in CI's output
         print("\n" + "\n".join(line for line in run.output.splitlines() if line.startswith(("[axolotl", "PASSED"))))
-    assert run.code == 0, run.output[-6000:]
+    assert run.code == 0, failures(run.output)
     assert f"[axolotl {AXOLOTL}] added: ['verl-hadw']" in run.output
     passed = set(re.findall(r"^PASSED (tests/[\w/]+\.py)::", run.output, re.M))
     expected = {str(p.relative_to(ROOT)) for folder in ("axolotl", "hf_trainer")

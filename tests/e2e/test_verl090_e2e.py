@@ -18,7 +18,7 @@ import re
 import pytest
 from e2e_runs import GDPO_TYPO, V090_SAVE, V090_STEPS, VERL_ADAPTER_TESTS
 from e2e_stage import RAY_STARTED
-from pytest_summary import not_passed
+from pytest_summary import failures, not_passed
 
 from verl_hadw.toy.launch import stable_metrics
 from verl_hadw.verl_adapter.anchor_store.legacy_snapshots import SNAPSHOT_DIR
@@ -66,7 +66,7 @@ def test_the_verl_adapters_own_tests_pass_on_verl_0_9_0(e2e):
     launches: every file passes there, but the tests of verl 0.9.1's checkpoint hook."""
     run = e2e.result("v090_adapter_tests")
     assert run.output.startswith("[v090 adapter tests] verl 0.9.0\n"), run.output[:2000]
-    assert run.code == 0, run.output[-6000:]
+    assert run.code == 0, failures(run.output)
     passed = set(re.findall(r"^PASSED \S*\btests/verl_adapter/(test_\w+\.py)::", run.output, re.M))  # relative path
     assert passed == set(VERL_ADAPTER_TESTS), (sorted(set(VERL_ADAPTER_TESTS) - passed), run.output[-3000:])
     assert re.search(r"^\d+ passed, \d+ deselected", run.output, re.M), run.output[-2000:]

@@ -12,16 +12,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pytest_summary import failures
+
 __all__ = ["sh", "freeze", "checkout_copy", "install_extra", "pins", "lay", "run_tests"]
 
 
 def sh(*cmd, cwd=None, env=None, timeout=1800) -> str:
     """Run ``cmd`` outside this checkout's environment (no PYTHONPATH or VIRTUAL_ENV), offline; its stdout, or an
-    AssertionError with its output's tails."""
+    AssertionError with what pytest printed of its failures (``pytest_summary.failures``: the output's tail for any
+    other command) and the tail of its stderr."""
     base = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PIP_REQUIRE_VIRTUALENV")}
     base.update(HF_HUB_OFFLINE="1", HF_HUB_DISABLE_TELEMETRY="1", WANDB_MODE="disabled", **(env or {}))
     proc = subprocess.run([str(c) for c in cmd], cwd=cwd, env=base, capture_output=True, text=True, timeout=timeout)
-    assert proc.returncode == 0, f"{cmd}\n{proc.stdout[-6000:]}\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 0, f"{cmd}\n{failures(proc.stdout)}\n{proc.stderr[-3000:]}"
     return proc.stdout
 
 

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+from ports import free_port
 from repo_paths import HELPERS, ROOT
 
 GROUP, BATCH = 4, 8  # num_generations; per_device_train_batch_size (two prompts a step)
@@ -54,9 +56,17 @@ def command_line(argv: list[str], records: Path, ranks: int = 1, timeout: float 
     variables)."""
     env = {**os.environ, "SWIFT_ENV_RECORDS": str(records), **(env or {})}
     if ranks > 1:
-        env.update(NPROC_PER_NODE=str(ranks), MASTER_PORT=str(29500 + os.getpid() % 1000))
+        env.update(NPROC_PER_NODE=str(ranks), MASTER_PORT=str(free_port()))
     script = Path(sys.executable).with_name("verl-hadw-swift")
     return subprocess.run([str(script), "rlhf", *argv], env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def failure(proc: subprocess.CompletedProcess) -> str:
+    """A failed command line's story, for its assertion: each line of its stderr that names an error, an abort or a
+    signal (a rank's own, which torchrun's summary at the end does not repeat), then the tails of stdout and stderr."""
+    said = [line for line in proc.stderr.splitlines()
+            if re.search(r"Error|terminate called|what\(\)|Signal|Traceback|enforce fail", line)]
+    return "\n".join([*said[-40:], "--- stdout's tail", proc.stdout[-2000:], "--- stderr's tail", proc.stderr[-4000:]])
 
 
 def logged_steps(out: Path) -> list[dict]:

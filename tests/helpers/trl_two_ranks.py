@@ -5,6 +5,7 @@ generation batch to ``OUT/rank<r>.json``: its anchor, the whole batch's advantag
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -34,3 +35,7 @@ def main(out: str) -> None:
 
 if __name__ == "__main__":
     main(sys.argv[1])
+    # the trainer freed while the gloo group lives, then the group destroyed: the order verl-hadw-swift's ranks end in
+    # (swift_adapter/rlhf_route.py says why)
+    gc.collect()
+    torch.distributed.destroy_process_group()

@@ -13,6 +13,7 @@ import time
 import pytest
 from e2e_runs import until_ray_started
 from launcher_fakes import REAL_PY, ROOT, SCONTROL
+from ports import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.beside]  # a real Ray cluster
 
@@ -41,14 +42,6 @@ ray.shutdown()
 """
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("", 0))
-        return sock.getsockname()[1]
-
-
 def test_sbatch_reaches_its_driver_on_a_real_ray_with_token_auth_on(tmp_path):
     """The real train.sbatch with the venv's real Ray (>= 2.59 turns token auth on when ~/.ray/auth_token exists,
     as after any local ray.init()), one node, a pass-through srun: the head starts, `ray status` and the driver's
@@ -73,15 +66,15 @@ def test_sbatch_reaches_its_driver_on_a_real_ray_with_token_auth_on(tmp_path):
         "VERL_HADW_DATA": str(tmp_path / "data"), "VERL_HADW_OUTPUT": str(tmp_path / "out"),
         "VERL_HADW_GPUS_PER_NODE": "1", "VERL_HADW_CPUS_PER_NODE": "1", "VERL_HADW_RAY_TMPDIR": ray_tmp,
         # the default poll (5 s): each `ray status` is a Python process that would slow the head's own start-up
-        "VERL_HADW_RAY_PORT": str(_free_port()), "VERL_HADW_RAY_WAIT": "240",
+        "VERL_HADW_RAY_PORT": str(free_port()), "VERL_HADW_RAY_WAIT": "240",
         # Other Ray clusters on this machine may hold Ray's fixed default ports (the dashboard agent's 52365 among
         # them): every port is a free one. Given ports also spare two of the raylet's waits for the agents' port
         # files (Ray 2.60 aborts after ~15 s per file, which a loaded machine can exceed).
         "VERL_HADW_RAY_START_ARGS": " ".join([
-            "--include-dashboard=false", f"--dashboard-port={_free_port()}",
-            f"--ray-client-server-port={_free_port()}", f"--dashboard-agent-listen-port={_free_port()}",
-            f"--dashboard-agent-grpc-port={_free_port()}", f"--metrics-export-port={_free_port()}",
-            f"--runtime-env-agent-port={_free_port()}",
+            "--include-dashboard=false", f"--dashboard-port={free_port()}",
+            f"--ray-client-server-port={free_port()}", f"--dashboard-agent-listen-port={free_port()}",
+            f"--dashboard-agent-grpc-port={free_port()}", f"--metrics-export-port={free_port()}",
+            f"--runtime-env-agent-port={free_port()}",
             # fewer Python processes competing with the agents' start-up on a loaded machine
             "--include-log-monitor=false", "--disable-usage-stats"]),
     })
@@ -90,7 +83,7 @@ def test_sbatch_reaches_its_driver_on_a_real_ray_with_token_auth_on(tmp_path):
     ports = iter([env["VERL_HADW_RAY_PORT"]])  # then a port free at the second job's start
 
     def job():
-        env["VERL_HADW_RAY_PORT"] = next(ports, None) or str(_free_port())
+        env["VERL_HADW_RAY_PORT"] = next(ports, None) or str(free_port())
         began = time.monotonic()
         # output to files, not pipes: a Ray process left behind would hold a pipe open and stall the wait
         with open(tmp_path / "job.out", "w") as stdout, open(tmp_path / "job.err", "w") as stderr:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from e2e_runs import SWIFT_NEWEST, SWIFT_OLDEST
-from pytest_summary import not_passed, passed_count
+from pytest_summary import failures, not_passed, passed_count
 from replay import RUNS, replay
 from repo_paths import ROOT, TESTS
 from swift_environment import PACKED
@@ -33,7 +33,7 @@ def test_the_swift_extra_changes_nothing_a_swift_user_has_and_the_adapters_tests
     version = SWIFT_OLDEST if launch.endswith("oldest") else SWIFT_NEWEST
     with capsys.disabled():  # the freezes, the command line, its hadw/* log lines and the timings in CI's output
         print("\n" + "\n".join(line for line in run.output.splitlines() if line.startswith(("[swift", "PASSED"))))
-    assert run.code == 0, run.output[-6000:]
+    assert run.code == 0, failures(run.output)
     assert f"[swift {version}] added: ['verl-hadw']" in run.output
     passed = set(re.findall(r"^PASSED (tests/[\w/]+\.py)::", run.output, re.M))
     left_out = {Path(__file__).name} | ({PACKED.name} if launch.endswith("oldest") else set())  # its --lean
@@ -51,7 +51,9 @@ def test_the_swift_extra_changes_nothing_a_swift_user_has_and_the_adapters_tests
 
 
 def swift_calls(run, name: str) -> list[dict]:
-    (folder,) = re.findall(r"^\[swift [\d.]+\] records: (.+)$", run.output, re.M)
+    folders = re.findall(r"^\[swift [\d.]+\] records: (.+)$", run.output, re.M)
+    assert len(folders) == 1, "the environment kept no records: it failed (its test above says where)"
+    (folder,) = folders
     return [json.loads(line) for line in (Path(folder) / name / "rank0.jsonl").read_text().splitlines()]
 
 

@@ -5,7 +5,7 @@ off the adapter is swift's GRPO, bit for bit."""
 import json
 
 import pytest
-from swift_runs import command_line, keep, logged_steps, records, toy_arguments, train
+from swift_runs import command_line, failure, keep, logged_steps, records, toy_arguments, train
 
 from verl_hadw.core.anchor.file_format import STATE_FILE
 from verl_hadw.toy.task import compute_score
@@ -84,7 +84,7 @@ def test_the_command_line_trains_hadw_and_every_rank_holds_the_same_anchor(asset
     print("\n[swift environment] command: verl-hadw-swift rlhf " + " ".join(argv))
     logged = [line for line in proc.stdout.splitlines() if "hadw/anchor_prior" in line]
     print("\n".join(f"[swift environment] log: {line}" for line in logged))
-    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-5000:])
+    assert proc.returncode == 0, failure(proc)
     steps = logged_steps(tmp_path)
     assert len(steps) == 2 and all("hadw/anchor_prior" in s and "hadw/phi_mean" in s for s in steps)
     per_rank = [records(tmp_path / "records", r) for r in range(ranks)]

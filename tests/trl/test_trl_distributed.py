@@ -13,6 +13,7 @@ import subprocess
 import sys
 
 import pytest
+from ports import free_port
 from repo_paths import HELPERS
 
 pytestmark = [pytest.mark.slow, pytest.mark.beside]  # two processes importing torch, transformers, TRL: 15-25 s
@@ -22,7 +23,8 @@ def test_two_ranks_hold_the_same_anchor_every_step(tmp_path):
     accelerate = [sys.executable, "-m", "accelerate.commands.launch"]
     # accelerate's --multi_gpu launcher is torchrun; TrainingArguments(use_cpu=True) makes the process group gloo
     cmd = [*accelerate, "--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no",
-           "--dynamo_backend", "no", str(HELPERS / "trl_two_ranks.py"), str(tmp_path)]
+           "--dynamo_backend", "no", "--main_process_port", str(free_port()),  # not torchrun's 29500: see ports.py
+           str(HELPERS / "trl_two_ranks.py"), str(tmp_path)]
     env = {**os.environ, "WANDB_MODE": "disabled", "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1"}
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, cwd=HELPERS)
     assert proc.returncode == 0, proc.stderr[-4000:]

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from pytest_summary import not_passed, passed_count
+from pytest_summary import failures, not_passed, passed_count
 from repo_paths import ROOT, TESTS
 
 pytestmark = pytest.mark.slow
@@ -20,7 +20,7 @@ def test_the_trl_extra_changes_nothing_a_trl_user_has_and_the_lowest_trl_passes_
     run = e2e.result("trl_env")
     with capsys.disabled():  # the freezes and timings in CI's output
         print("\n" + "\n".join(line for line in run.output.splitlines() if line.startswith("[trl install]")))
-    assert run.code == 0, run.output[-6000:]
+    assert run.code == 0, failures(run.output)
     assert "[trl install] added: ['verl-hadw']" in run.output
     passed = set(re.findall(r"^PASSED (tests/(?:core|trl|hf_trainer)/test_\w+\.py)::", run.output, re.M))
     expected = {str(p.relative_to(ROOT)) for folder in ("core", "trl", "hf_trainer")

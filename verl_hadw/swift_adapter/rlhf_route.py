@@ -20,3 +20,14 @@ if __name__ == "__main__":
         # ours, each with its way out: one line
         print(f"verl-hadw-swift rlhf: error: {exc}", file=sys.stderr)
         sys.exit(2)
+    import gc
+
+    import torch.distributed as dist
+
+    # A rank that exits with its gloo group alive can abort in its teardown (SIGABRT, "terminate called without an
+    # active exception": about one CPU run in three on a loaded machine, torch 2.13), and swift's rlhf leaves it alive;
+    # one that destroys it while its trainer (DDP's reducer) still holds it can hang when that is freed. So: the trainer
+    # freed first, then the group destroyed. Not after an error: a rank waiting in a collective would hang.
+    gc.collect()
+    if dist.is_initialized():
+        dist.destroy_process_group()
