@@ -4,14 +4,13 @@ Axolotl 0.19 went first and changes nothing else; the Axolotl adapter's tests an
 there. The HA-DW / DGPO runs' generation batches, replayed through TRL's adapter and verl's estimator here
 (``replay.py``), give the advantages Axolotl trained on."""
 
-import json
 import re
 from pathlib import Path
 
 import pytest
 from e2e_runs import AXOLOTL
 from pytest_summary import failures, not_passed, passed_count
-from replay import RUNS, replay
+from replay import RUNS, kept_calls, replay
 from repo_paths import ROOT, TESTS
 
 from verl_hadw import AXOLOTL_RANGE
@@ -45,8 +44,7 @@ def test_the_same_batch_gives_the_same_advantages_through_axolotl_trl_and_verl(e
     """Each generation batch Axolotl trained on, replayed in order from a fresh anchor through TRL's adapter and
     verl's estimator, from what TRL inside Axolotl held (its completions scored again, its masks' loss tokens, whose
     sum is its num_items_in_batch), not from the Axolotl adapter's own values."""
-    (folder,) = re.findall(r"^\[axolotl [\d.]+\] records: (.+)$", e2e.result("axolotl_env").output, re.M)
-    calls = [json.loads(line) for line in (Path(folder) / name / "rank0.jsonl").read_text().splitlines()]
+    calls = kept_calls(e2e.result("axolotl_env").output, name)
     assert [c["step"] for c in calls] == [1, 2, 3]
     assert all(sum(c["mask_tokens"]) == c["num_items_in_batch"] for c in calls)
     assert replay(calls, name, tmp_path) == 3

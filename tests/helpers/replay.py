@@ -5,6 +5,10 @@ function as TRL's (``generation_advantages``): equal exactly; verl's estimator: 
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
+
 import numpy as np
 import torch
 from trl_helpers import config, trainer
@@ -18,6 +22,14 @@ RUNS = {  # a framework's kept runs -> (TRL config overrides, verl's estimator)
     "dgpo": ({"adv_estimator": "dgpo"}, compute_dgpo_outcome_advantage),
     "hadw_over_dgpo": ({"hadw_base": "dgpo"}, compute_hadw_outcome_advantage),
 }
+
+
+def kept_calls(output: str, name: str) -> list[dict]:
+    """The kept run ``name``'s calls on rank 0, from the folder a framework environment's ``output`` names
+    (``environment_shell.report`` prints it once every check passed)."""
+    folders = re.findall(r"^\[[\w-]+ [\d.]+\] records: (.+)$", output, re.M)
+    assert len(folders) == 1, "the environment kept no records: it failed (its test above says where)"
+    return [json.loads(line) for line in (Path(folders[0]) / name / "rank0.jsonl").read_text().splitlines()]
 
 
 def verl_advantages(t, estimator, rewards: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:

@@ -6,14 +6,13 @@ adapter's tests (every test file of ``tests/swift_adapter/`` but this reader: en
 has tests pass there. The HA-DW / DGPO runs' generation batches, replayed through TRL's
 adapter and verl's estimator here, give the advantages swift trained on."""
 
-import json
 import re
 from pathlib import Path
 
 import pytest
 from e2e_runs import SWIFT_NEWEST, SWIFT_OLDEST
 from pytest_summary import failures, not_passed, passed_count
-from replay import RUNS, replay
+from replay import RUNS, kept_calls, replay
 from repo_paths import ROOT, TESTS
 from swift_environment import PACKED
 
@@ -50,13 +49,6 @@ def test_the_swift_extra_changes_nothing_a_swift_user_has_and_the_adapters_tests
     assert f"[swift {version}] every check passed" in run.output
 
 
-def swift_calls(run, name: str) -> list[dict]:
-    folders = re.findall(r"^\[swift [\d.]+\] records: (.+)$", run.output, re.M)
-    assert len(folders) == 1, "the environment kept no records: it failed (its test above says where)"
-    (folder,) = folders
-    return [json.loads(line) for line in (Path(folder) / name / "rank0.jsonl").read_text().splitlines()]
-
-
 @pytest.mark.e2e("swift_env_newest")
 @pytest.mark.parametrize("name", list(RUNS))
 def test_the_same_batch_gives_the_same_advantages_through_swift_trl_and_verl(e2e, tmp_path, name):
@@ -64,7 +56,7 @@ def test_the_same_batch_gives_the_same_advantages_through_swift_trl_and_verl(e2e
     estimator (``replay.py``), starting from what swift itself held (not from the swift adapter's own intermediate
     values): the rewards scored again from swift's completions, the loss tokens of swift's masks, whose sum is swift's
     num_items_in_batch. The three runs use the same options (the toy run's: GRPO's std, the default anchor)."""
-    calls = swift_calls(e2e.result("swift_env_newest"), name)
+    calls = kept_calls(e2e.result("swift_env_newest").output, name)
     assert calls and all(c["training"] for c in calls)
     for call in calls:
         assert sum(call["mask_tokens"]) == call["num_items_in_batch"][0]  # swift's own count
