@@ -17,11 +17,11 @@ META = dict(
 )
 VERL = f"verl{META['VERL_RANGE']}"
 # verl's default (v1) trainer imports TransferQueue ... uvicorn, but verl's base requirements omit them; wrapt: the
-# entry point's post-import hook (verl_hadw/verl_adapter/entry_point.py).
+# entry point's post-import hook (verl_hadw/verl/entry_point.py).
 VERL_EXTRA = [VERL, "TransferQueue>=0.1.10", "pyzmq", "msgspec", "cachetools", "fastapi", "uvicorn", "wrapt"]
 
 # configs/ (Hydra YAMLs of the reproductions and the CPU demo) ships as the data package verl_hadw_configs, a
-# namespace package (no __init__.py: nothing under configs/ is Python; verl_hadw.config_paths finds it by its
+# namespace package (no __init__.py: nothing under configs/ is Python; verl_hadw.toy.config_paths finds it by its
 # search locations); every sub-directory is listed as a package so setuptools ships its YAMLs without "absent from
 # packages" warnings.
 CONFIG_PACKAGES = ["verl_hadw_configs"] + sorted(
@@ -31,9 +31,9 @@ CONFIG_PACKAGES = ["verl_hadw_configs"] + sorted(
 )
 
 EXTRAS = {
-    "verl": VERL_EXTRA,  # the verl plugin (verl_hadw.verl_adapter): beside the user's verl, within VERL_RANGE
+    "verl": VERL_EXTRA,  # the verl plugin (verl_hadw.verl): beside the user's verl, within VERL_RANGE
     "trl": [f"trl{META['TRL_RANGE']}"],  # HA-DW / DGPO in TRL's GRPOTrainer (verl_hadw.trl): no verl, Ray or vLLM
-    # HA-DW / DGPO in ms-swift's GRPO (verl_hadw.swift_adapter), in swift's own environment (it pins trl<1.0);
+    # HA-DW / DGPO in ms-swift's GRPO (verl_hadw.swift), in swift's own environment (it pins trl<1.0);
     # msgspec: swift imports it without declaring it
     "swift": [f"ms-swift{META['SWIFT_RANGE']}", "msgspec"],
     # HA-DW / DGPO in Axolotl's GRPO (verl_hadw.axolotl: its plugin), in Axolotl's own environment (it pins trl)
@@ -74,7 +74,7 @@ setup(
     install_requires=["torch", "numpy"],  # the core; every framework comes with its extra
     extras_require=EXTRAS,
     entry_points={
-        "verl.plugins": ["verl_hadw = verl_hadw.verl_adapter.entry_point"],
-        "console_scripts": ["verl-hadw = verl_hadw.cli:main", "verl-hadw-swift = verl_hadw.swift_adapter.cli:main"],
+        "verl.plugins": ["verl_hadw = verl_hadw.verl.entry_point"],
+        "console_scripts": ["verl-hadw = verl_hadw.cli:main", "verl-hadw-swift = verl_hadw.swift.cli:main"],
     },
 )

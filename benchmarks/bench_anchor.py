@@ -63,10 +63,10 @@ def main() -> None:
     import ray
     import verl  # noqa: F401  (entry point registers hadw)
 
-    from verl_hadw.verl_adapter.anchor_store import client as anchor_client
-    from verl_hadw.verl_adapter.anchor_store.stores import LocalStore, RayStore
-    from verl_hadw.verl_adapter.config.run_options import parse_run
-    from verl_hadw.verl_adapter.estimators import compute_hadw_outcome_advantage
+    from verl_hadw.verl.anchor_store import client as anchor_client
+    from verl_hadw.verl.anchor_store.stores import LocalStore, RayStore
+    from verl_hadw.verl.config.run_options import parse_run
+    from verl_hadw.verl.estimators import compute_hadw_outcome_advantage
 
     def algorithm(key: str) -> dict:
         return {"adv_estimator": "hadw", "norm_adv_by_std_in_grpo": True, "hadw": {"state_key": key}, "dgpo": {}}

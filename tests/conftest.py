@@ -18,16 +18,15 @@ from repo_paths import HELPERS, TESTS  # noqa: E402
 
 pytest_plugins = ["own_process"]  # tests that start a Ray driver run in a child pytest
 
+# Which frameworks this environment has, asked of the installed distributions: with tests/ on sys.path, each test
+# folder named like a framework (tests/verl/, tests/swift/, tests/axolotl/) would be found as a namespace package.
+INSTALLED = importlib.metadata.packages_distributions()
 # The ms-swift adapter's tests need ms-swift, which pins trl<1.0 and so never shares this environment (TRL 1.x): they
 # run in their own virtualenvs (tests/helpers/swift_environment.py), not here; the environments' reader does.
-SWIFT_READER = "test_swift_environment.py"
-collect_ignore = [] if importlib.util.find_spec("swift") else [
-    str(p.relative_to(TESTS)) for p in sorted((TESTS / "swift_adapter").glob("test_*.py")) if p.name != SWIFT_READER]
-# Axolotl's likewise (it pins its TRL): tests/helpers/axolotl_environment.py runs them, the reader reads it. Asked of
-# the installed distributions: with tests/ on sys.path, the folder tests/axolotl/ is a namespace package "axolotl"
-AXOLOTL_READER = "test_axolotl_environment.py"
-collect_ignore += [] if importlib.metadata.packages_distributions().get("axolotl") else [
-    str(p.relative_to(TESTS)) for p in sorted((TESTS / "axolotl").glob("test_*.py")) if p.name != AXOLOTL_READER]
+# Axolotl's likewise (it pins its TRL): tests/helpers/axolotl_environment.py runs them, the reader reads it.
+READERS = {"swift": "test_swift_environment.py", "axolotl": "test_axolotl_environment.py"}
+collect_ignore = [str(p.relative_to(TESTS)) for framework, reader in READERS.items() if framework not in INSTALLED
+                  for p in sorted((TESTS / framework).glob("test_*.py")) if p.name != reader]
 
 
 def pytest_configure(config):
@@ -44,10 +43,10 @@ def _fresh_process_state():
     """Each test starts as a fresh process: no anchors, no buffered metrics, verl's step unset. Without verl (the
     the TRL environment, tests/helpers/trl_environment.py) verl's adapter cannot be imported, so it holds
     nothing."""
-    if importlib.util.find_spec("verl") is None:
+    if "verl" not in INSTALLED:
         yield
         return
-    from verl_hadw.verl_adapter import process_state
+    from verl_hadw.verl import process_state
 
     process_state.reset()
     yield

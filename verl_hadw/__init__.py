@@ -1,7 +1,7 @@
 """verl-hadw: HA-DW and DGPO advantage estimators over a framework-free core, for verl, TRL, ms-swift and Axolotl.
 
 Importing this package does nothing heavy. ``verl_hadw.core`` needs torch and numpy only; verl's adapter
-(``verl_hadw.verl_adapter``, loaded by verl's ``verl.plugins`` entry point in every process that imports verl)
+(``verl_hadw.verl``, loaded by verl's ``verl.plugins`` entry point in every process that imports verl)
 registers ``hadw`` and ``dgpo``; TRL's (``verl_hadw.trl``) gives ``HadwGRPOTrainer``.
 """
 

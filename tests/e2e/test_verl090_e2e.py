@@ -21,14 +21,14 @@ from e2e_stage import RAY_STARTED
 from pytest_summary import failures, not_passed
 
 from verl_hadw.toy.launch import stable_metrics
-from verl_hadw.verl_adapter.anchor_store.legacy_snapshots import SNAPSHOT_DIR
+from verl_hadw.verl.anchor_store.legacy_snapshots import SNAPSHOT_DIR
 
 pytestmark = pytest.mark.slow
 launches = pytest.mark.e2e
 
 ANCHOR = ["hadw/anchor_prior", "hadw/anchor_posterior", "hadw/batch_acc", "hadw/eta_t", "hadw/phi_mean"]
-IGNORED = ("trainer.checkpoint_callback_class=verl_hadw.callback.HadwCheckpointCallback is ignored: verl 0.9.0 has "
-           "no checkpoint callbacks")
+IGNORED = ("trainer.checkpoint_callback_class=verl_hadw.verl.checkpoint_callback.HadwCheckpointCallback is ignored: "
+           "verl 0.9.0 has no checkpoint callbacks")
 
 
 @launches("v090_straight", "v090_resumed")
@@ -67,7 +67,7 @@ def test_the_verl_adapters_own_tests_pass_on_verl_0_9_0(e2e):
     run = e2e.result("v090_adapter_tests")
     assert run.output.startswith("[v090 adapter tests] verl 0.9.0\n"), run.output[:2000]
     assert run.code == 0, failures(run.output)
-    passed = set(re.findall(r"^PASSED \S*\btests/verl_adapter/(test_\w+\.py)::", run.output, re.M))  # relative path
+    passed = set(re.findall(r"^PASSED \S*\btests/verl/(test_\w+\.py)::", run.output, re.M))  # relative path
     assert passed == set(VERL_ADAPTER_TESTS), (sorted(set(VERL_ADAPTER_TESTS) - passed), run.output[-3000:])
     assert re.search(r"^\d+ passed, \d+ deselected", run.output, re.M), run.output[-2000:]
     assert not_passed(run.output) == [], run.output[-3000:]  # no failed, error, skipped, xfailed or xpassed

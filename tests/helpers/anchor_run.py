@@ -25,7 +25,7 @@ def kill_actor(name: str) -> None:
     """Kill the named actor and return once it is gone."""
     import ray
 
-    from verl_hadw.verl_adapter.anchor_store.stores import wait_until_released
+    from verl_hadw.verl.anchor_store.stores import wait_until_released
 
     ray.kill(ray.get_actor(name))
     wait_until_released(name, timeout=300)
@@ -65,8 +65,8 @@ def run(ckpt_dir: str, first: int, last: int, save: bool, resume: bool, extra_ha
     from verl.trainer.ppo.ray_trainer import compute_advantage
     from verl.utils.skip.skip_manager import SkipManager
 
-    from verl_hadw.callback import HadwCheckpointCallback
-    from verl_hadw.verl_adapter import metrics
+    from verl_hadw.verl import metrics
+    from verl_hadw.verl.checkpoint_callback import HadwCheckpointCallback
 
     cfg = config(ckpt_dir, resume, extra_hadw)
     callback = HadwCheckpointCallback(cfg)

@@ -39,7 +39,7 @@ def main(version: str, workdir: Path) -> int:
     timings["the [axolotl] extra"] = time.monotonic() - start
     assert after["axolotl"] == version and not FORBIDDEN & set(after), sorted(FORBIDDEN & set(after))
     sh(python, "-c", "import sys, verl_hadw.axolotl.grpo_trainer; loaded = set(sys.modules); "
-                     "assert not {'verl', 'ray', 'verl_hadw.trl', 'verl_hadw.verl_adapter'} & loaded, loaded")
+                     "assert not {'verl', 'ray', 'verl_hadw.trl', 'verl_hadw.verl'} & loaded, loaded")
 
     start = time.monotonic()
     keep = {"AXOLOTL_ENV_KEEP": str(workdir / "records")}

@@ -9,14 +9,14 @@ spends:
   0.9.0 (no callback can load) and on 0.9.1 without the callback it is stopped at the first
   advantage (~86 core-s each: the workers start and roll out the first batch); on 0.9.1 with the callback, where verl
   builds it (~37 core-s: Ray and TransferQueue have started). CI keeps the same guard at unit level
-  (tests/verl_adapter/test_gdpo_with_dgpo_options.py, tests/verl_adapter/test_verl_versions.py) and the Hydra start-up
+  (tests/verl/test_gdpo_with_dgpo_options.py, tests/verl/test_verl_versions.py) and the Hydra start-up
   check on 0.9.0's main_ppo (tests/e2e/test_verl090_e2e.py), which stops it before Ray on 0.9.1 too
-  (tests/verl_adapter/test_verl_versions.py).
+  (tests/verl/test_verl_versions.py).
 - verl's legacy trainer (``trainer.use_v1=false``) end to end: 3 steps with the anchor snapshotted at each
   checkpoint, and a run resumed from the step-2 checkpoint that logs the same anchor values at step 3 (~175 core-s,
   two launches). CI keeps the snapshot back-end end to end on verl 0.9.0's v1 trainer (the same writer and the same
   restore, tests/e2e/test_verl090_e2e.py) and the legacy trainer's steps through verl's ``compute_advantage`` with
-  folders as its ``_save_checkpoint`` writes them (tests/verl_adapter/test_legacy_resume.py).
+  folders as its ``_save_checkpoint`` writes them (tests/verl/test_legacy_resume.py).
 
     .venv/bin/python -m pytest tests/helpers/by_hand_e2e.py
 """
@@ -82,7 +82,7 @@ def test_gdpo_dgpo_keys_on_verl_0_9_1_stops_where_verl_builds_the_callback(e2e):
     assert run.code != 0 and GDPO_TYPO in run.log
     assert RAY_STARTED in run.log and "verl-hadw start-up check" not in run.log  # in verl's driver, not before Ray
     assert "GDPO requires 'algorithm.gdpo_reward_keys'" not in run.log and not run.steps
-    assert "verl_hadw/verl_adapter/checkpoint_callback.py" in run.log  # raised where verl built the callback
+    assert "verl_hadw/verl/checkpoint_callback.py" in run.log  # raised where verl built the callback
     assert not any(worker in run.log for worker in ("WorkerDict", "AgentLoopWorker", "HFCPUServer"))  # none started
 
 

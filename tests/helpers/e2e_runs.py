@@ -33,7 +33,7 @@ from repo_paths import HELPERS, ROOT, TESTS
 from verl_hadw.core.anchor.file_format import STATE_FILE
 from verl_hadw.toy.launch import parse_steps, run, stream
 from verl_hadw.toy.modes import requested_mode
-from verl_hadw.verl_adapter.anchor_store.legacy_snapshots import SNAPSHOT_DIR
+from verl_hadw.verl.anchor_store.legacy_snapshots import SNAPSHOT_DIR
 
 PROMPTS = 8  # prompts per step in these runs
 LEGACY = ["trainer.use_v1=false", "trainer.save_freq=2"]
@@ -316,7 +316,7 @@ def v090_adapter_tests(ctx: Context) -> dict:
     imported = v090_ready(ctx).read_text().strip()  # the verl a process imports there, as verl090 probed it
     argv = [sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", "--rootdir", str(ROOT), "-c",
             str(ROOT / "pytest.ini"), "--basetemp", str(workdir / "pytest"), "-m", "not verl091", "--deselect",
-            f"tests/verl_adapter/{NOT_ON_V090}", *(str(TESTS / "verl_adapter" / name) for name in VERL_ADAPTER_TESTS)]
+            f"tests/verl/{NOT_ON_V090}", *(str(TESTS / "verl" / name) for name in VERL_ADAPTER_TESTS)]
     # in the launch's folder, as every launch, so that the stage's meter counts its core-seconds
     proc = subprocess.run(argv, cwd=workdir, env=env, capture_output=True, text=True, timeout=1200)
     output = f"[v090 adapter tests] verl {imported}\n{proc.stdout}{proc.stderr}"

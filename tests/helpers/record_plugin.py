@@ -8,7 +8,7 @@ its token-mean losses divide by. It wraps the real method once and changes nothi
 import json
 import os
 
-from verl_hadw.swift_adapter.grpo_trainer import HadwSwiftGRPOTrainer
+from verl_hadw.swift.grpo_trainer import HadwSwiftGRPOTrainer
 
 
 def _completion_and_solution(sample) -> tuple[str, str | None]:

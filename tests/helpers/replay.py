@@ -14,8 +14,8 @@ import torch
 from trl_helpers import config, trainer
 
 from verl_hadw.toy.task import compute_score
-from verl_hadw.verl_adapter.estimators import compute_dgpo_outcome_advantage, compute_hadw_outcome_advantage
-from verl_hadw.verl_adapter.process_state import reset
+from verl_hadw.verl.estimators import compute_dgpo_outcome_advantage, compute_hadw_outcome_advantage
+from verl_hadw.verl.process_state import reset
 
 RUNS = {  # a framework's kept runs -> (TRL config overrides, verl's estimator)
     "hadw": ({}, compute_hadw_outcome_advantage),

@@ -91,8 +91,8 @@ def run(case: dict, first: int, last: int, save: bool) -> list[dict]:
     from verl.trainer.ppo.ray_trainer import compute_advantage
     from verl.utils.skip.skip_manager import SkipManager
 
-    from verl_hadw.callback import HadwCheckpointCallback
-    from verl_hadw.verl_adapter import metrics
+    from verl_hadw.verl import metrics
+    from verl_hadw.verl.checkpoint_callback import HadwCheckpointCallback
 
     cfg = config(case, resume=first > 1)
     callback = HadwCheckpointCallback(cfg) if case["backend"] == "v1" else None
@@ -119,7 +119,7 @@ def canonical(rows) -> str:
 
 
 if __name__ == "__main__":
-    from verl_hadw.verl_adapter import process_state
+    from verl_hadw.verl import process_state
 
     with open(sys.argv[1]) as f:
         cases = json.load(f)

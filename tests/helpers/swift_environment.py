@@ -5,14 +5,14 @@ nothing there; that environment passes the swift adapter's tests and the core's.
     python tests/helpers/swift_environment.py VERSION WORKDIR [--lean]
 
 A script, not a test file: the session's stage runs it in the background beside the other tests (it waits on pip
-much of its time), and ``tests/swift_adapter/test_swift_environment.py`` reads its exit code and output; an assertion
+much of its time), and ``tests/swift/test_swift_environment.py`` reads its exit code and output; an assertion
 here fails it.
 
 A fresh virtualenv gets ms-swift ``VERSION`` first, with CPU torch and ``msgspec`` (swift imports it without
 declaring it), as a swift user's machine has them (uv lays it, from its cache); then this checkout's ``[swift]``
 extra, with pip. ``pip freeze`` before and
 after: ``verl-hadw`` added, nothing else added or changed, none of verl, Ray, vLLM or TRL's adapter's TRL 1.x. Then
-pytest (pinned to what is installed), and ``tests/swift_adapter/`` (the adapter, end to end through swift's pipeline
+pytest (pinned to what is installed), and ``tests/swift/`` (the adapter, end to end through swift's pipeline
 and ``verl-hadw-swift rlhf`` on two CPU ranks; but the environments' reader), ``tests/core/`` (the equations, the
 anchor, the file format) and ``tests/hf_trainer/`` run there against the installed package. The HA-DW / DGPO runs'
 records are kept under ``WORKDIR/records`` for ``test_swift_environment.py``'s comparison with TRL's adapter and
@@ -30,9 +30,9 @@ from environment_shell import checkout_copy, install_extra, lay, report, run_tes
 from repo_paths import ROOT, TESTS
 
 FORBIDDEN = {"verl", "ray", "vllm", "wandb"}
-FOLDERS = ("core", "swift_adapter", "hf_trainer")  # the tests/ folders run here, those present
-READER = TESTS / "swift_adapter" / "test_swift_environment.py"  # reads this script's output (in the test environment)
-PACKED = TESTS / "swift_adapter" / "test_swift_packed_batches.py"  # swift 4.6's collate: not in the oldest environment
+FOLDERS = ("core", "swift", "hf_trainer")  # the tests/ folders run here, those present
+READER = TESTS / "swift" / "test_swift_environment.py"  # reads this script's output (in the test environment)
+PACKED = TESTS / "swift" / "test_swift_packed_batches.py"  # swift 4.6's collate: not in the oldest environment
 
 
 def main(version: str, workdir: Path, lean: bool = False) -> int:
@@ -49,8 +49,8 @@ def main(version: str, workdir: Path, lean: bool = False) -> int:
     assert after["ms-swift"] == version and "trl" in after  # and the rest as before (install_extra)
     assert not FORBIDDEN & set(after), sorted(FORBIDDEN & set(after))
 
-    sh(python, "-c", "import sys, verl_hadw.swift_adapter.grpo_trainer; loaded = set(sys.modules); "
-                     "assert not {'verl', 'ray', 'verl_hadw.trl', 'verl_hadw.verl_adapter'} & loaded, loaded")
+    sh(python, "-c", "import sys, verl_hadw.swift.grpo_trainer; loaded = set(sys.modules); "
+                     "assert not {'verl', 'ray', 'verl_hadw.trl', 'verl_hadw.verl'} & loaded, loaded")
 
     start = time.monotonic()
     subset = ["-k", "(not switched_off or dapo) and (not moment_of_a_save or trainer_state)",

@@ -46,7 +46,7 @@ def train(argv: list[str], records: Path, swifts_own: bool = False):
     if swifts_own:
         from swift.pipelines import rlhf_main
     else:
-        from verl_hadw.swift_adapter import rlhf_main
+        from verl_hadw.swift import rlhf_main
     return rlhf_main(argv)
 
 
@@ -82,7 +82,7 @@ def records(folder: Path, rank: int = 0) -> list[dict]:
 
 def keep(name: str, folder: Path) -> None:
     """Copy a run's records to ``$SWIFT_ENV_KEEP/<name>`` (the environment keeps them for the comparison with TRL's
-    adapter and verl's estimator, tests/swift_adapter/test_swift_environment.py)."""
+    adapter and verl's estimator, tests/swift/test_swift_environment.py)."""
     target = os.environ.get("SWIFT_ENV_KEEP")
     if target:
         shutil.copytree(folder, Path(target) / name, dirs_exist_ok=True)

@@ -36,6 +36,6 @@ def main(out: str) -> None:
 if __name__ == "__main__":
     main(sys.argv[1])
     # the trainer freed while the gloo group lives, then the group destroyed: the order verl-hadw-swift's ranks end in
-    # (swift_adapter/rlhf_route.py says why)
+    # (verl_hadw/swift/rlhf_route.py says why)
     gc.collect()
     torch.distributed.destroy_process_group()

@@ -1,7 +1,7 @@
 """``HadwTrainerHooks``, the wiring both HF adapters' trainers share, on a stand-in for a framework's ``GRPOTrainer``
 (the attributes TRL's and ms-swift's trainers have): the anchor or the options record, the checkpoint callback, the
 restore in ``train``, the advantages and the metrics. Each framework's own trainer runs it for real in its folder
-(``tests/trl``, ``tests/swift_adapter``)."""
+(``tests/trl``, ``tests/swift``)."""
 
 import json
 import os

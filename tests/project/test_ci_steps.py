@@ -64,7 +64,7 @@ def test_a_lint_error_fails_the_run_before_the_tests(repo):
 
 
 def test_a_plugin_that_does_not_register_fails_the_doctor_step(repo):
-    (repo / "verl_hadw" / "verl_adapter" / "entry_point.py").write_text(
+    (repo / "verl_hadw" / "verl" / "entry_point.py").write_text(
         'raise ImportError("planted: the entry point cannot import")\n')  # what verl.plugins names
     proc = run_script(repo, "tests/project/test_ci_steps.py")
     assert proc.returncode != 0, proc.stdout[-3000:]

@@ -1,6 +1,6 @@
-"""verl_hadw.console_log: the one reader of verl's console step lines."""
+"""verl_hadw.toy.console_log: the one reader of verl's console step lines."""
 
-from verl_hadw.console_log import iter_console, parse_steps
+from verl_hadw.toy.console_log import iter_console, parse_steps
 
 
 def test_parse_steps_reads_ray_prefixed_coloured_lines_and_scalar_reprs():

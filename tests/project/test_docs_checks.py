@@ -174,7 +174,7 @@ def check_main_ppo(args: list[str]) -> None:
     options = dict(a.split("=", 1) for a in args if a.startswith("--config-"))
     overrides = [a for a in args if not a.startswith("--")]
     path, name = options.get("--config-path"), options.get("--config-name", "ppo_trainer")
-    from verl_hadw.config_paths import config_dir, verl_config_dir
+    from verl_hadw.toy.config_paths import config_dir, verl_config_dir
 
     if path is None:
         directory = verl_config_dir()
@@ -187,7 +187,7 @@ def check_main_ppo(args: list[str]) -> None:
         return
     config = compose_config(directory, name, overrides)
     if config.algorithm.adv_estimator in ("hadw", "dgpo"):
-        from verl_hadw.verl_adapter.startup_check import validate_config
+        from verl_hadw.verl.startup_check import validate_config
 
         validate_config(config)
 
@@ -254,7 +254,7 @@ def check_swift(args: list[str]) -> None:
     one the adapter declares (swift's own flags are swift's to check: it is not installed here)."""
     from verl_hadw.hf_trainer.option_fields import ADAPTER_FIELDS, declared_fields
 
-    if args == ["--help"]:  # verl-hadw-swift --help: says what runs (tests/swift_adapter, the environments)
+    if args == ["--help"]:  # verl-hadw-swift --help: says what runs (tests/swift, the environments)
         return
     assert args and args[0] == "rlhf", f"swift {args[:1]}: the adapter routes rlhf only"
     ours = {f"--{name}" for name in [*declared_fields(), *ADAPTER_FIELDS]}
@@ -291,7 +291,7 @@ def compose_run(run: str, overrides: list[str]) -> None:
 def _compose(directory: Path, name: str, overrides: tuple[str, ...]):
     from hydra import compose, initialize_config_dir
 
-    from verl_hadw.config_paths import verl_config_dir
+    from verl_hadw.toy.config_paths import verl_config_dir
 
     search = [] if directory == verl_config_dir() else [f"hydra.searchpath=[file://{verl_config_dir()}]"]
     with initialize_config_dir(config_dir=str(directory), version_base=None):

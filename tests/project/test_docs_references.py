@@ -110,7 +110,7 @@ def test_every_cited_test_and_path_exists():
 def test_the_checks_catch_a_stale_reference():
     line = "| x | `test_anchor_actor.py::test_actor_and_in_process_trajectories_are_identical`, `::test_gone_…` |"
     assert stale_test_references(line) == [
-        "::test_gone_…: no test test_gone_ in tests/verl_adapter/test_anchor_actor.py"]
+        "::test_gone_…: no test test_gone_ in tests/verl/test_anchor_actor.py"]
     assert stale_test_references("`tests/test_nothing.py`") == ["tests/test_nothing.py: no tests/test_nothing.py"]
     assert stale_test_references("`test_killed_actor_is_rebuilt_…` and `test_never_written`") == [
         "test_never_written: no such test in tests/"]

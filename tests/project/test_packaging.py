@@ -138,7 +138,7 @@ def run_in(venv, *args):
 def test_installed_wheel_doctor_configs_and_demo_config(venv):
     bin_dir = venv[0] / "bin"
     out = run_in(venv, bin_dir / "verl-hadw", "doctor")
-    assert "all good" in out and "hadw -> verl_hadw.verl_adapter.estimators.compute_hadw_outcome_advantage" in out
+    assert "all good" in out and "hadw -> verl_hadw.verl.estimators.compute_hadw_outcome_advantage" in out
     runs = run_in(venv, bin_dir / "verl-hadw", "configs", "--list")
     assert "hadw_t1_qwen3_4b_grpo_hadw" in runs and "dgpo_t1_dgpo" in runs
     # a run of <paper>/experiments/ composes from the installed YAMLs (no configs/__init__.py: a namespace package)
@@ -257,30 +257,30 @@ USER_NAMED = r"""
 import importlib, importlib.metadata as md, pathlib, re
 dist = md.distribution("verl-hadw")
 eps = {(e.group, e.name): e.value for e in dist.entry_points}
-assert eps[("verl.plugins", "verl_hadw")] == "verl_hadw.verl_adapter.entry_point", eps
+assert eps[("verl.plugins", "verl_hadw")] == "verl_hadw.verl.entry_point", eps
 assert eps[("console_scripts", "verl-hadw")] == "verl_hadw.cli:main", eps
-assert eps[("console_scripts", "verl-hadw-swift")] == "verl_hadw.swift_adapter.cli:main", eps
+assert eps[("console_scripts", "verl-hadw-swift")] == "verl_hadw.swift.cli:main", eps
 for e in dist.entry_points:
-    if e.name != "verl-hadw-swift":  # needs ms-swift: loaded by the ms-swift environments (tests/swift_adapter)
+    if e.name != "verl-hadw-swift":  # needs ms-swift: loaded by the ms-swift environments (tests/swift)
         assert e.load() is not None, e
 import verl_hadw_configs
 configs = pathlib.Path(list(verl_hadw_configs.__path__)[0])
 text = "\n".join(p.read_text() for p in sorted(configs.rglob("*.yaml")))
 targets = set(re.findall(r"(?:_target_|checkpoint_callback_class): *(verl_hadw\S+)", text))
 packages = set(re.findall(r"pkg://(verl_hadw[\w.]*)", text))
-named = {"verl_hadw.verl_adapter.startup_check.StartupCheck", "verl_hadw.callback.HadwCheckpointCallback"}
+named = {"verl_hadw.verl.startup_check.StartupCheck", "verl_hadw.verl.checkpoint_callback.HadwCheckpointCallback"}
 assert named <= targets, targets
-assert {"verl_hadw.reward", "verl_hadw.cpu.sampler"} <= packages, packages
+assert {"verl_hadw.repro.reward", "verl_hadw.cpu.sampler"} <= packages, packages
 for path in sorted(targets):
     module, name = path.rsplit(".", 1)
     assert isinstance(getattr(importlib.import_module(module), name), type), path
-for module in sorted(packages) + ["verl_hadw.register", "verl_hadw.trl"]:
+for module in sorted(packages) + ["verl_hadw.verl.entry_point", "verl_hadw.trl"]:
     importlib.import_module(module)
-from verl_hadw.register import register
+from verl_hadw.verl.entry_point import register
 from verl_hadw.trl import HadwGRPOConfig, HadwGRPOTrainer
 from verl_hadw.core.anchor.file_format import STATE_FILE
 assert STATE_FILE == "verl_hadw_anchor.json"
-for adapter, extra in (("swift_adapter", "swift"), ("axolotl", "axolotl")):  # their frameworks' own environments
+for adapter, extra in (("swift", "swift"), ("axolotl", "axolotl")):  # their frameworks' own environments
     try:
         importlib.import_module(f"verl_hadw.{adapter}")
     except ModuleNotFoundError as e:
@@ -291,9 +291,9 @@ print("USER-NAMED OK", len(targets), len(packages), sorted(targets | packages))
 
 def test_every_path_a_user_names_imports_from_the_installed_wheel(venv):
     """What users name and this layout must keep: setup.py's entry points and console scripts, the YAMLs'
-    ``_target_``, ``pkg://`` paths and ``trainer.checkpoint_callback_class``, ``verl_hadw.register``,
-    ``verl_hadw.trl``, and the anchor file's name; ``verl_hadw.swift_adapter.rlhf_main`` and the ``verl-hadw-swift``
-    script load in the ms-swift environments (tests/swift_adapter/test_swift_arguments.py),
+    ``_target_``, ``pkg://`` paths and ``trainer.checkpoint_callback_class``, the entry point,
+    ``verl_hadw.trl``, and the anchor file's name; ``verl_hadw.swift.rlhf_main`` and the ``verl-hadw-swift``
+    script load in the ms-swift environments (tests/swift/test_swift_arguments.py),
     ``verl_hadw.axolotl.HadwPlugin`` in the Axolotl environment (tests/axolotl/), which install the extras; here each
     names its install."""
     out = run_in(venv, venv[0] / "bin" / "python", "-c", USER_NAMED)

@@ -19,39 +19,37 @@ from repo_paths import HELPERS, ROOT, TESTS
 PACKAGE = ROOT / "verl_hadw"
 
 # package -> (the modules in it, as prefixes of dotted names; the packages it may import besides itself)
-ADAPTERS = ["verl_adapter", "trl", "swift_adapter", "axolotl"]
+ADAPTERS = ["verl", "trl", "swift", "axolotl"]
 # verl's adapter: entry modules at its top, and two subpackages (folders) below them, each importing only downward
-VERL_PACKAGES = ["verl_adapter", "verl_adapter.anchor_store", "verl_adapter.config", "verl_adapter.base"]
+VERL_PACKAGES = ["verl", "verl.anchor_store", "verl.config", "verl.base"]
 PACKAGES = {
     # the framework-free core: nothing of ours outside it (tests/core/test_core_alone.py: nor any framework)
     "core": (["verl_hadw.core"], []),
-    "support": (["verl_hadw", "verl_hadw.config_paths", "verl_hadw.console_log", "verl_hadw.plotting",
-                 "verl_hadw.verl_support", "verl_hadw.verl_trl"], []),
-    # verl's adapter's entry modules, with the one-line aliases of the paths users name (callback, old entry point)
-    # and verl's reward function (pkg://verl_hadw.reward)
-    "verl_adapter": (["verl_hadw.verl_adapter", "verl_hadw.callback", "verl_hadw.register", "verl_hadw.reward"],
-                     ["core", "support", *VERL_PACKAGES[1:]]),
+    "top": (["verl_hadw"], []),  # the version and the ranges
+    # verl's adapter's entry modules
+    "verl": (["verl_hadw.verl"], ["core", "top", *VERL_PACKAGES[1:]]),
     # the anchor: client, stores, persistence, both checkpoint back-ends
-    "verl_adapter.anchor_store": (["verl_hadw.verl_adapter.anchor_store"],
-                                 ["core", "support", "verl_adapter.config", "verl_adapter.base"]),
+    "verl.anchor_store": (["verl_hadw.verl.anchor_store"], ["core", "top", "verl.config", "verl.base"]),
     # the config's jobs: one read per call, the parse, the checks
-    "verl_adapter.config": (["verl_hadw.verl_adapter.config"], ["core", "support", "verl_adapter.base"]),
-    # the entry modules both subpackages build on: verl's words, the process state (and verl's current step)
-    "verl_adapter.base": ([f"verl_hadw.verl_adapter.{m}" for m in ("verl_terms", "process_state")],
-                          ["core", "support"]),
+    "verl.config": (["verl_hadw.verl.config"], ["core", "top", "verl.base"]),
+    # the entry modules both subpackages build on: verl's words, the process state (and verl's current step), the
+    # installed verl against the range (read without importing verl), whether verl's workers start beside TRL
+    "verl.base": ([f"verl_hadw.verl.{m}" for m in ("verl_terms", "process_state", "support", "trl_clash")],
+                  ["core", "top"]),
     # what the HF-Trainer-based adapters share: the core and transformers only
-    "hf_trainer": (["verl_hadw.hf_trainer"], ["core", "support"]),
-    "trl": (["verl_hadw.trl"], ["core", "support", "hf_trainer"]),  # never verl's adapter: a TRL install has no verl
+    "hf_trainer": (["verl_hadw.hf_trainer"], ["core", "top"]),
+    "trl": (["verl_hadw.trl"], ["core", "top", "hf_trainer"]),  # never verl's adapter: a TRL install has no verl
     # ms-swift's adapter: its own environment (trl<1.0), so never TRL's adapter, nor verl's
-    "swift_adapter": (["verl_hadw.swift_adapter"], ["core", "support", "hf_trainer"]),
+    "swift": (["verl_hadw.swift"], ["core", "top", "hf_trainer"]),
     # Axolotl's adapter: its own environment (it pins its TRL), so never TRL's adapter, nor verl's
-    "axolotl": (["verl_hadw.axolotl"], ["core", "support", "hf_trainer"]),
-    "cpu": (["verl_hadw.cpu"], ["core", "support", *VERL_PACKAGES]),
-    "toy": (["verl_hadw.toy"], ["core", "support", *VERL_PACKAGES]),
-    "repro": (["verl_hadw.repro"], ["core", "support", *VERL_PACKAGES, "toy"]),
+    "axolotl": (["verl_hadw.axolotl"], ["core", "top", "hf_trainer"]),
+    "cpu": (["verl_hadw.cpu"], ["core", "top", *VERL_PACKAGES]),
+    # the toy and arithmetic tasks, their launcher, where configs live, verl's console lines, headless plots
+    "toy": (["verl_hadw.toy"], ["core", "top", *VERL_PACKAGES]),
+    "repro": (["verl_hadw.repro"], ["core", "top", *VERL_PACKAGES, "toy"]),
     # the studies: verl's through main_ppo, the TRL study through TRL's adapter (research.trl_study_run)
-    "research": (["verl_hadw.research"], ["core", "support", *VERL_PACKAGES, "toy", "hf_trainer", "trl"]),
-    "cli": (["verl_hadw.cli"], ["core", "support", *VERL_PACKAGES, "cpu", "toy", "repro", "research"]),
+    "research": (["verl_hadw.research"], ["core", "top", *VERL_PACKAGES, "toy", "hf_trainer", "trl"]),
+    "cli": (["verl_hadw.cli"], ["core", "top", *VERL_PACKAGES, "cpu", "toy", "repro", "research"]),
 }
 
 
@@ -146,17 +144,18 @@ def test_no_private_name_is_imported_across_modules():
 
 def test_the_graph_sees_what_it_checks():
     """The checks above would pass on an empty graph: make sure they see the known edges."""
-    client = {t for t, _, _ in GRAPH["verl_hadw.verl_adapter.anchor_store.client"]}
-    assert {"verl_hadw.verl_adapter.anchor_store.stores", "verl_hadw.core.errors",
-            "verl_hadw.verl_adapter.process_state"} <= client
-    validation = {t for t, _, _ in GRAPH["verl_hadw.verl_adapter.startup_check"]}
-    assert "verl_hadw.verl_adapter.estimators" in validation  # a lazy import
-    assert package_of("verl_hadw.core.anchor.machine") == "core" and package_of("verl_hadw") == "support"
-    assert package_of("verl_hadw.callback") == "verl_adapter" and package_of("verl_hadw.trl.grpo_trainer") == "trl"
+    client = {t for t, _, _ in GRAPH["verl_hadw.verl.anchor_store.client"]}
+    assert {"verl_hadw.verl.anchor_store.stores", "verl_hadw.core.errors",
+            "verl_hadw.verl.process_state"} <= client
+    validation = {t for t, _, _ in GRAPH["verl_hadw.verl.startup_check"]}
+    assert "verl_hadw.verl.estimators" in validation  # a lazy import
+    assert package_of("verl_hadw.core.anchor.machine") == "core" and package_of("verl_hadw") == "top"
+    assert package_of("verl_hadw.verl.checkpoint_callback") == "verl"
+    assert package_of("verl_hadw.trl.grpo_trainer") == "trl"
 
 
 # the roles every HF-Trainer-based adapter holds, under the same names (a new framework copies one adapter's folder)
-HF_ADAPTERS, HF_ROLES = ("trl", "swift_adapter", "axolotl"), ("grpo_config.py", "grpo_trainer.py", "checks.py")
+HF_ADAPTERS, HF_ROLES = ("trl", "swift", "axolotl"), ("grpo_config.py", "grpo_trainer.py", "checks.py")
 
 
 def test_the_hf_adapters_hold_the_same_roles_under_the_same_names():
@@ -194,9 +193,9 @@ def test_the_cli_imports_no_repro_or_research_module_it_does_not_run(argv):
 # tests/ folder -> the packages (of PACKAGES) its test files test (tests/README.md); None: the project's own checks
 TEST_FOLDERS = {
     "core": ["core"],
-    "verl_adapter": VERL_PACKAGES,  # its entry modules and its subpackages (config/, anchor_store/)
+    "verl": VERL_PACKAGES,  # its entry modules and its subpackages (config/, anchor_store/)
     "trl": ["trl"],
-    "swift_adapter": ["swift_adapter"],
+    "swift": ["swift"],
     "axolotl": ["axolotl"],
     "hf_trainer": ["hf_trainer"],
     "e2e": ["cpu", "toy"],  # verl's real main_ppo on CPU: verl_hadw.cpu and the toy's launcher
@@ -206,7 +205,7 @@ TEST_FOLDERS = {
     "project": None,
 }
 # read a framework environment's output
-ENVIRONMENT_READERS = {"trl/test_trl_environment.py", "swift_adapter/test_swift_environment.py",
+ENVIRONMENT_READERS = {"trl/test_trl_environment.py", "swift/test_swift_environment.py",
                        "axolotl/test_axolotl_environment.py"}
 TOP_LEVEL_TESTS: set[str] = set()  # test files allowed at tests/ itself, outside every folder: none
 NAMED_FILE = re.compile(r"[\w./-]+\.(?:py|sh|sbatch)\b")

@@ -23,7 +23,7 @@ from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage
 
 from verl_hadw.repro import catalogue as K
 from verl_hadw.repro import compose as C
-from verl_hadw.verl_adapter.estimators import compute_dgpo_outcome_advantage, compute_hadw_outcome_advantage
+from verl_hadw.verl.estimators import compute_dgpo_outcome_advantage, compute_hadw_outcome_advantage
 
 pytestmark = pytest.mark.filterwarnings("ignore:Disabled critic as algorithm.adv_estimator != gae")
 

@@ -76,12 +76,12 @@ def test_run_passes_verl_main_ppo_checks_and_plugin(run, composed, capsys):
     assert record["trainer_cls"] == "PPOTrainerSync"
     assert record["estimator"] == resolved.algorithm.adv_estimator
     assert "${" not in str(record["ray_init"])  # what ray.init receives is fully literal
-    assert resolved.trainer.checkpoint_callback_class == "verl_hadw.callback.HadwCheckpointCallback"
+    assert resolved.trainer.checkpoint_callback_class == "verl_hadw.verl.checkpoint_callback.HadwCheckpointCallback"
     assert resolved.algorithm.hadw.state_key == f"{resolved.trainer.project_name}/{resolved.trainer.experiment_name}"
     assert resolved.trainer.experiment_name == K.ALIASES.get(run, run)
     assert resolved.trainer.project_name == K.paper_of(run)
     assert resolved.trainer.default_local_dir == f"{resolved.paths.run_dir}/checkpoints"
-    assert resolved.reward.custom_reward_function.path == "pkg://verl_hadw.reward"
+    assert resolved.reward.custom_reward_function.path == "pkg://verl_hadw.repro.reward"
 
 
 @pytest.mark.parametrize("run,paper", EVAL_CASES)

@@ -9,9 +9,8 @@ from concurrent.futures import Future
 import pytest
 from data_fixtures import FIXTURES, SOURCES, block_hub, read_rows
 
-from verl_hadw import reward
 from verl_hadw.repro import catalogue as K
-from verl_hadw.repro import data
+from verl_hadw.repro import data, reward
 
 
 class InlineExecutor:
@@ -47,7 +46,7 @@ def test_reward_backends_on_fixture_cases(case, inline_math_verify):
 
 
 def test_reward_per_dataset_through_verls_loader(tmp_path, no_hub, inline_math_verify):
-    """verl loads the reward the way the configs name it (pkg://verl_hadw.reward + reward_kwargs); every
+    """verl loads the reward the way the configs name it (pkg://verl_hadw.repro.reward + reward_kwargs); every
     prepared fixture row is right when the response boxes its answer and wrong otherwise."""
     from verl.trainer.ppo.reward import get_custom_reward_fn
 

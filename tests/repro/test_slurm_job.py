@@ -67,7 +67,7 @@ def test_sbatch_starts_ray_on_every_node_then_trains_on_the_head(fake, nodes):
         config = compose_run("hadw_t1_qwen3_4b_grpo_hadw", words[11:])
         assert config.trainer.nnodes == 2 and config.trainer.n_gpus_per_node == 8
         assert config.ray_kwargs.ray_init.runtime_env.env_vars.TENSORBOARD_DIR == f"{run_dir}/tensorboard"
-        assert config.trainer.checkpoint_callback_class == "verl_hadw.callback.HadwCheckpointCallback"
+        assert config.trainer.checkpoint_callback_class == "verl_hadw.verl.checkpoint_callback.HadwCheckpointCallback"
 
 
 def test_sbatch_takes_the_allocation_from_slurm_and_has_no_hard_limits(fake):

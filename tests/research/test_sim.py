@@ -18,8 +18,8 @@ from verl_hadw.research.sim.env import Policy, Population, policy_loss, sample_r
 from verl_hadw.research.sim.methods import METHODS, SUITES, resolve
 from verl_hadw.research.sim.report import summarise
 from verl_hadw.research.sim.runner import run_many, run_one
-from verl_hadw.verl_adapter import metrics, process_state
-from verl_hadw.verl_adapter.config.run_options import parse_run
+from verl_hadw.verl import metrics, process_state
+from verl_hadw.verl.config.run_options import parse_run
 
 
 # ------------------------------------------------------------------------------------- determinism

@@ -13,7 +13,7 @@ from verl.trainer.ppo.ray_trainer import compute_advantage
 
 from verl_hadw.research import theory as A
 from verl_hadw.research.lambda_range import lambda_interval
-from verl_hadw.verl_adapter.estimators import compute_dgpo_outcome_advantage, compute_hadw_outcome_advantage
+from verl_hadw.verl.estimators import compute_dgpo_outcome_advantage, compute_hadw_outcome_advantage
 
 
 def sample_groups(rng, G, p, n):

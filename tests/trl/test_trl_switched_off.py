@@ -1,6 +1,6 @@
 """Switched off, ``HadwGRPOTrainer`` is TRL's ``GRPOTrainer``: DGPO without DGAE, DQW and valid-token averaging,
 with TRL's epsilon (1e-4), logs the losses of the same run under TRL's own trainer bit for bit, under four of TRL's
-loss types. (ms-swift's adapter passes the same test against ``swift rlhf``: tests/swift_adapter/.)"""
+loss types. (ms-swift's adapter passes the same test against ``swift rlhf``: tests/swift/.)"""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ the advantages it buffered; the hadw/* and dgpo/* metrics are in ``trainer.state
 holds our advantages; with ``num_iterations > 1`` the anchor advances once per generation; a resumed run's anchor
 continues bit for bit. No verl here: the matrix's lowest-TRL environment runs this file too
 (tests/helpers/trl_environment.py). That the advantages equal verl's estimator's:
-tests/verl_adapter/test_verl_and_trl_agree.py.
+tests/verl/test_verl_and_trl_agree.py.
 """
 
 from __future__ import annotations

@@ -13,8 +13,6 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from verl_hadw.core.errors import MissingExtraError
-
 # subcommand -> (module under verl_hadw.cli, the extra that brings its dependencies)
 SUBCOMMANDS = {
     "doctor": ("doctor_cmd", None),
@@ -28,6 +26,12 @@ SUBCOMMANDS = {
     "results": ("results_cmd", "repro"),
     "smoke-check": ("smoke_check_cmd", "repro"),
 }
+
+
+class MissingExtraError(SystemExit):
+    """A subcommand needs a pip extra that is not installed."""
+
+
 # the import names of each extra's packages, to say which extra to install when one is missing
 EXTRA_MODULES = {"research": ("scipy", "matplotlib"), "repro": ("datasets", "math_verify", "matplotlib", "tensorboard")}
 

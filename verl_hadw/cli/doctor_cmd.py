@@ -20,17 +20,18 @@ def doctor(_args: argparse.Namespace) -> int:
     from importlib.metadata import entry_points
 
     from verl_hadw import VERL_RANGE, VERL_VERSION
-    from verl_hadw.verl_support import installed_verl, is_supported, support_summary  # imports no verl
 
-    problems = []
-    verl_version = installed_verl()
-    ok = is_supported(verl_version)
-    tested = "" if verl_version == VERL_VERSION else f"; the project tests {VERL_VERSION} most"
-    print(f"[{'ok' if ok else 'FAIL'}] verl version: {verl_version} (verl-hadw supports verl{VERL_RANGE}{tested})")
-    print(f"       on this verl: {support_summary(verl_version)}")
-    if not ok:  # verl's adapter refuses this verl (importing it raises): nothing to check against it
+    try:  # the adapter's import checks the installed verl against the range, without importing verl
+        from verl_hadw.verl.support import installed_verl, support_summary
+    except ImportError as refused:  # no verl, or one outside the range: nothing to check against it
+        print(f"[FAIL] verl version: {refused}")
         print("problems:\n  - " + f'install a supported verl: pip install "verl{VERL_RANGE}"')
         return 1
+    problems = []
+    verl_version = installed_verl()
+    tested = "" if verl_version == VERL_VERSION else f"; the project tests {VERL_VERSION} most"
+    print(f"[ok] verl version: {verl_version} (verl-hadw supports verl{VERL_RANGE}{tested})")
+    print(f"       on this verl: {support_summary(verl_version)}")
 
     eps = [ep for ep in entry_points(group="verl.plugins") if ep.value.startswith("verl_hadw")]
     print(f"[{'ok' if eps else 'FAIL'}] verl.plugins entry point: {', '.join(ep.value for ep in eps) or 'missing'}")
@@ -45,7 +46,7 @@ def doctor(_args: argparse.Namespace) -> int:
     if not registered:
         problems.append(
             "the plugin did not register (verl hides plugin import errors: "
-            "try 'python -c \"import verl_hadw.verl_adapter.estimators\"')"
+            "try 'python -c \"import verl_hadw.verl.estimators\"')"
         )
 
     try:
@@ -56,7 +57,7 @@ def doctor(_args: argparse.Namespace) -> int:
         print(f"[FAIL] ray: {exc}")
         problems.append("install ray")
 
-    from verl_hadw.verl_trl import verl_trl_clash
+    from verl_hadw.verl.trl_clash import verl_trl_clash
 
     clash = verl_trl_clash()  # a warning, not a failure: TRL users of the [trl] extra do not train with verl here
     fine = "no clash (TRL absent, or it has what verl imports)"

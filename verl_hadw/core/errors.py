@@ -50,9 +50,5 @@ class AnchorActorError(RuntimeError):
     """The anchor's Ray actor name is held by an actor that is not a verl-hadw anchor."""
 
 
-class MissingExtraError(SystemExit):
-    """A CLI subcommand needs a pip extra that is not installed."""
-
-
 class UnusedOptionsWarning(UserWarning):
     """Options are set for an estimator this run does not use (they have no effect)."""

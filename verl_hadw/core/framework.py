@@ -11,9 +11,11 @@ def install_command(extra: str) -> str:
 
 
 def require(module: str, adapter: str, extra: str) -> None:
-    """Raise ``ModuleNotFoundError`` naming the install command unless ``module`` is installed (not imported)."""
+    """Raise ``ModuleNotFoundError`` naming the install command unless ``module`` is installed (not imported). A folder
+    of that name on ``sys.path`` (a namespace package: no origin) is not the framework."""
     try:
-        found = importlib.util.find_spec(module) is not None
+        spec = importlib.util.find_spec(module)
+        found = spec is not None and spec.origin is not None
     except (ImportError, ValueError):  # a finder refused it, or a broken half-installed module
         found = False
     if not found:

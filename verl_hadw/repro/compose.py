@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from verl_hadw.config_paths import config_dir, verl_config_dir
+from verl_hadw.toy.config_paths import config_dir, verl_config_dir
 
 __all__ = [
     "config_dir",
@@ -94,7 +94,7 @@ def validate_like_main_ppo(config, deep: bool = False) -> dict:
     The ``python -m`` process's checks, as ``main_ppo.main`` calls them (``auto_set_device``, verl's
     ``validate_config`` with ``need_reference_policy``/``need_critic``); the ``ray.init`` arguments ``run_ppo``
     would build (recorded, not called); then what the TaskRunner does before building the trainer
-    (``get_trainer_cls``, ``OmegaConf.resolve``) plus ``verl_hadw.verl_adapter.startup_check.validate_config`` (what
+    (``get_trainer_cls``, ``OmegaConf.resolve``) plus ``verl_hadw.verl.startup_check.validate_config`` (what
     ``HadwCheckpointCallback`` runs at trainer construction). ``deep`` adds verl's worker-side conversion of the
     rollout config to ``RolloutConfig``. Nothing of verl or Ray is patched. Returns what was recorded.
     """
@@ -104,7 +104,7 @@ def validate_like_main_ppo(config, deep: bool = False) -> dict:
     from verl.utils.config import validate_config
     from verl.utils.device import auto_set_device
 
-    from verl_hadw.verl_adapter.startup_check import validate_config as plugin_validate
+    from verl_hadw.verl.startup_check import validate_config as plugin_validate
 
     auto_set_device(config)
     validate_config(config=config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))

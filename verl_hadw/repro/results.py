@@ -13,7 +13,6 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from verl_hadw.console_log import iter_console
 from verl_hadw.repro.catalogue import (
     ALIASES,
     BENCHMARK_NAMES,
@@ -22,6 +21,7 @@ from verl_hadw.repro.catalogue import (
     TABLES,
     Table,
 )
+from verl_hadw.toy.console_log import iter_console
 
 __all__ = [
     "RunResult",
@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 # val-core/<data_source>/acc/mean@N: the mean over prompts of the per-prompt mean over N samples (avg@N); MATH500's
-# levels come as val-aux/math500/acc_level<k>/mean@N and acc_easy|mid|hard (logged by verl_hadw.reward)
+# levels come as val-aux/math500/acc_level<k>/mean@N and acc_easy|mid|hard (logged by verl_hadw.repro.reward)
 VAL_RE = re.compile(r"^val-(?:core|aux)/(?P<ds>[^/]+)/(?P<var>[^/]+)/mean@(?P<n>\d+)$")
 LEVEL_COLUMNS = (
     "acc_easy",

@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from verl_hadw.plotting import pyplot, save_figure
 from verl_hadw.repro.catalogue import BENCHMARK_NAMES, BENCHMARKS, TABLES
 from verl_hadw.repro.results import RunResult, average, experiment
+from verl_hadw.toy.plotting import pyplot, save_figure
 
 __all__ = ["plot"]
 

@@ -91,7 +91,7 @@ def check_metrics(steps: dict, estimator: str, base: str) -> Check:
             "FAIL",
             f"{len(missing)} step(s) lack metrics, e.g. step {step}: {', '.join(names)}. Keep "
             "'console' in trainer.logger; hadw/dgpo metrics need trainer.checkpoint_callback_class="
-            "verl_hadw.callback.HadwCheckpointCallback and algorithm.hadw.log_metrics=true",
+            "verl_hadw.verl.checkpoint_callback.HadwCheckpointCallback and algorithm.hadw.log_metrics=true",
         )
     return Check("metrics", "PASS", f"{len(wanted)} metrics on every step ({estimator})")
 
@@ -144,7 +144,8 @@ def check_checkpoints(ckpt_dir: Path, saved: int, estimator: str) -> Check:
             "checkpoint",
             "FAIL",
             f"{', '.join(missing)} hold no {STATE_FILE}: a resume would lose the HA-DW anchor. "
-            "Set trainer.checkpoint_callback_class=verl_hadw.callback.HadwCheckpointCallback (v1 trainer)",
+            "Set trainer.checkpoint_callback_class=verl_hadw.verl.checkpoint_callback.HadwCheckpointCallback "
+            "(v1 trainer)",
         )
     return Check("checkpoint", "PASS", f"{STATE_FILE} in all {len(folders)} checkpoint(s)")
 

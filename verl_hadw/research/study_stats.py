@@ -147,7 +147,7 @@ def summary_markdown(summary, tests, phi: float | None = None) -> str:
 
 def plot_curves(rows, methods, path: Path, tiers=(*TIERS, ALL)) -> Path:
     """One panel per tier: mean validation accuracy over seeds with its 95 % t-interval band, per method."""
-    from verl_hadw.plotting import pyplot, save_figure
+    from verl_hadw.toy.plotting import pyplot, save_figure
 
     plt = pyplot()
     fig, axes = plt.subplots(1, len(tiers), figsize=(3.4 * len(tiers), 3.2), sharex=True)

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 
-from verl_hadw.plotting import pyplot, save_figure
 from verl_hadw.research.lambda_range import lambda_interval
 from verl_hadw.research.theory import (
     PAPER_TABLE4,
@@ -25,6 +24,7 @@ from verl_hadw.research.theory import (
     table6_quantity,
     truncnorm_reward_bias,
 )
+from verl_hadw.toy.plotting import pyplot, save_figure
 
 __all__ = ["plot_bias", "plot_update_magnitude", "theory_report"]
 

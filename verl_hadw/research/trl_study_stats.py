@@ -189,7 +189,7 @@ def _band_grid(rows: list[dict], path: Path, panels, lines, pick, title, ylabel:
                marker: str | None) -> Path:
     """A row of panels per learning rate; in each, one line per entry of ``lines``: the mean over seeds with its
     95 % t-interval band. ``pick(panel, line)`` -> the (method, tier) that line plots; ``title(panel, lr)``."""
-    from verl_hadw.plotting import pyplot, save_figure
+    from verl_hadw.toy.plotting import pyplot, save_figure
 
     plt = pyplot()
     lrs = lrs_in(rows) or [0.0]
@@ -229,7 +229,7 @@ def plot_advantage_share(share_rows: list[dict], path: Path) -> Path:
 def plot_mechanism(balance_rows: list[dict], anchor_rows: list[dict], path: Path) -> Path:
     """HA-DW's mechanism over training, mean over seeds with its 95 % band: a panel per method with an anchor (its
     Σ A⁺ / Σ|A⁻| per tier against GRPO's 1), then the anchor C_t⁻ beside the batch accuracy y_t of each."""
-    from verl_hadw.plotting import pyplot, save_figure
+    from verl_hadw.toy.plotting import pyplot, save_figure
 
     plt = pyplot()
     weighted = methods_in(anchor_rows)

@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 
-from verl_hadw.console_log import parse_steps
+from verl_hadw.toy.console_log import parse_steps
 
 __all__ = [
     "config_dir", "command", "demo_overrides", "environment", "parse_steps", "run", "stable_metrics", "stream",
@@ -27,7 +27,7 @@ __all__ = [
 
 def config_dir() -> str:
     """``configs/cpu``, found the way ``verl-hadw configs`` finds the configs (editable or regular install)."""
-    from verl_hadw.config_paths import config_dir as configs
+    from verl_hadw.toy.config_paths import config_dir as configs
 
     return str(configs() / "cpu")
 

@@ -39,7 +39,7 @@ def _composed(config_dir: str, config_name: str, overrides: list[str]):
     """The demo config as main_ppo would compose it (verl's config tree found as files: no verl import)."""
     from hydra import compose, initialize_config_dir
 
-    from verl_hadw.config_paths import verl_config_dir
+    from verl_hadw.toy.config_paths import verl_config_dir
 
     search = f"hydra.searchpath=[file://{verl_config_dir()}]"
     with initialize_config_dir(config_dir=config_dir, version_base=None, job_name="verl_hadw_demo_mode"):

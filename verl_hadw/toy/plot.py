@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from verl_hadw.plotting import pyplot, save_figure
+from verl_hadw.toy.plotting import pyplot, save_figure
 
 SERIES = [  # (verl metric, label, line style)
     ("critic/score/mean", "reward (mean over the step's responses)", dict(lw=5, alpha=0.35)),

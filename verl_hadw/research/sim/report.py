@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from verl_hadw.plotting import pyplot, save_figure
 from verl_hadw.research.sim.methods import METHODS, Method
+from verl_hadw.toy.plotting import pyplot, save_figure
 
 __all__ = ["stack", "summarise", "write_outputs", "summary_markdown", "key_comparisons", "comparisons_markdown"]
 

@@ -53,7 +53,7 @@ def _quiet_single_thread():
     import torch
 
     before = torch.get_num_threads()
-    anchor_logger = logging.getLogger("verl_hadw.verl_adapter.anchor_store.client")
+    anchor_logger = logging.getLogger("verl_hadw.verl.anchor_store.client")
     level = anchor_logger.level
     torch.set_num_threads(1)
     anchor_logger.setLevel(logging.ERROR)
@@ -97,9 +97,9 @@ def run_one(
     from verl.trainer.ppo.ray_trainer import compute_advantage
     from verl.utils.skip.skip_manager import SkipManager
 
-    import verl_hadw.register  # noqa: F401  (what verl's plugin entry point loads: registers hadw/dgpo)
-    from verl_hadw.verl_adapter import metrics
-    from verl_hadw.verl_adapter.anchor_store import client as anchor_client
+    import verl_hadw.verl.estimators  # noqa: F401  (registers hadw and dgpo)
+    from verl_hadw.verl import metrics
+    from verl_hadw.verl.anchor_store import client as anchor_client
 
     key = state_key(method, seed)
     config = OmegaConf.create(method.algorithm(key))
@@ -171,7 +171,7 @@ def run_many(
         # import verl's trainer module once here, before forking, instead of once per worker
         from verl.trainer.ppo.ray_trainer import compute_advantage  # noqa: F401
 
-        import verl_hadw.register  # noqa: F401
+        import verl_hadw.verl.estimators  # noqa: F401
 
         context = mp.get_context("fork")
         with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker) as pool:

@@ -1,0 +1,123 @@
+"""verl's ``algorithm`` node as the core's options: ``read_call`` reads it once per estimator call, and parses and
+checks it once per configuration (``parse_run``, ``checks``); what it read (``CallConfig``) is handed down.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from verl_hadw.core import options as core_options
+from verl_hadw.core.anchor.compatibility import flat_options
+from verl_hadw.core.errors import ConfigError
+from verl_hadw.core.options import DgpoConfig, HadwConfig
+from verl_hadw.verl.config.checks import check_algorithm, ignored_callback, unsaved_anchor, warn_once
+from verl_hadw.verl.process_state import PROCESS
+from verl_hadw.verl.verl_terms import VERL
+
+__all__ = ["RunOptions", "parse_run", "CallConfig", "read_call", "plain_algorithm", "trainer_of"]
+
+MAX_CONFIGS = 16  # configurations remembered per process (a sweep in one notebook)
+_SAVING = ("use_v1", "save_freq", "checkpoint_callback_class")  # the trainer keys the checks read
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Every option one verl run has, parsed."""
+
+    estimator: str | None  # algorithm.adv_estimator
+    hadw: HadwConfig
+    dgpo: DgpoConfig
+    norm_by_std: bool  # algorithm.norm_adv_by_std_in_grpo
+
+    def flat(self) -> dict[str, Any]:
+        """The options as an anchor file records them (``compatibility.flat_options``)."""
+        return flat_options(self.hadw, self.dgpo, self.norm_by_std, self.estimator)
+
+
+def parse_run(algorithm: Mapping | None) -> RunOptions:
+    """The run's ``RunOptions`` from verl's ``algorithm`` section (a dict or a ``DictConfig``; None: every default):
+    ``hadw``, ``dgpo``, ``norm_adv_by_std_in_grpo`` and ``adv_estimator``; ``ConfigError`` naming a bad key."""
+    algorithm = {} if algorithm is None else algorithm
+    estimator = algorithm.get("adv_estimator", "gae")
+    norm_by_std = core_options.plain_value(algorithm.get("norm_adv_by_std_in_grpo", True))
+    if not isinstance(norm_by_std, bool):
+        raise ConfigError(f"algorithm.norm_adv_by_std_in_grpo must be true or false, got {norm_by_std!r}.")
+    hadw = core_options.parse_section("hadw", algorithm.get("hadw"), VERL.key)
+    dgpo = core_options.parse_section("dgpo", algorithm.get("dgpo"), VERL.key)
+    return RunOptions(str(estimator) if estimator is not None else None, hadw, dgpo, norm_by_std)
+
+
+@dataclass(frozen=True, eq=False)
+class CallConfig:
+    """What one estimator call read of verl's config."""
+
+    node: Any  # the node verl passed: it tells one run's calls from another's (by identity)
+    algorithm: dict  # the ``algorithm`` section, plain and resolved
+    trainer: Any  # verl's ``trainer`` node (a ``DictConfig``), or None outside a full verl config
+    run: RunOptions
+
+
+def plain_algorithm(config: Any) -> dict:
+    """verl's ``algorithm`` node (a ``DictConfig``, a mapping, a dataclass or None) as a plain dict, resolved."""
+    if config is None:
+        return {}
+    if type(config).__module__.startswith("omegaconf"):
+        from omegaconf import OmegaConf
+
+        node = OmegaConf.to_container(config, resolve=True)
+        if isinstance(node, dict):
+            return node
+    if isinstance(config, Mapping):
+        return dict(config)
+    if dataclasses.is_dataclass(config) and not isinstance(config, type):
+        return dataclasses.asdict(config)
+    raise ConfigError(f"algorithm must be a mapping, got {type(config).__name__}: {config!r}")
+
+
+def trainer_of(algorithm: Any) -> Any:
+    """verl's ``trainer`` node beside the ``algorithm`` node verl passes the estimators; None for a plain dict or a
+    detached node."""
+    from omegaconf import DictConfig, OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    if not isinstance(algorithm, DictConfig):
+        return None
+    try:
+        trainer = OmegaConf.select(algorithm, "..trainer", default=None)
+    except OmegaConfBaseException:  # the node has no parent
+        return None
+    return trainer if isinstance(trainer, DictConfig) else None
+
+
+def _frozen(value: Any) -> Any:
+    """``value`` (plain dicts, lists, scalars) as a hashable key."""
+    if isinstance(value, dict):
+        return tuple(sorted((str(k), _frozen(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(v) for v in value)
+    try:
+        hash(value)
+    except TypeError:
+        return repr(value)
+    return value
+
+
+def read_call(config: Any) -> CallConfig:
+    """The one read of an estimator call's ``config`` (verl's ``algorithm`` node). The first call of a configuration
+    in this process parses and checks it; later calls get the same ``RunOptions``."""
+    algorithm = plain_algorithm(config)
+    trainer = trainer_of(config)
+    saving = None if trainer is None else tuple(trainer.get(k, None) for k in _SAVING)
+    key = (_frozen(algorithm), saving)
+    checked = PROCESS.checked_configs
+    run = checked.get(key)
+    if run is None:
+        check_algorithm(algorithm)  # near misses raise, unused options warn
+        warn_once(unsaved_anchor(algorithm, trainer))
+        warn_once(ignored_callback(algorithm, trainer))
+        run = checked[key] = parse_run(algorithm)  # remembered only once parsed: a bad option stops every call
+        while len(checked) > MAX_CONFIGS:
+            checked.pop(next(iter(checked)))
+    return CallConfig(config, algorithm, trainer, run)
