@@ -67,6 +67,8 @@ setup(
     description="HA-DW and DGPO group-relative advantage estimators: one core; verl, TRL, ms-swift, Axolotl adapters",
     long_description=(HERE / "README.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
+    license_expression="Apache-2.0",  # SPDX (PEP 639); the LICENSE file ships in the wheel and the sdist
+    license_files=["LICENSE"],
     python_requires=">=3.10",
     packages=find_packages(include=["verl_hadw", "verl_hadw.*"]) + CONFIG_PACKAGES,
     package_dir={"verl_hadw_configs": "configs"},

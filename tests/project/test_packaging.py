@@ -6,11 +6,14 @@ import re
 import site
 import subprocess
 import sys
+import tarfile
 import zipfile
 from pathlib import Path
 
 import pytest
 from repo_paths import ROOT
+
+import verl_hadw
 
 pytestmark = pytest.mark.slow
 
@@ -58,8 +61,6 @@ def test_wheel_metadata_has_one_verl_range_and_the_extras(wheel):
     with [trl] as a range, never verl; [gpu] follows verl's own GPU pins through its extras (vllm, fsdp)."""
     from packaging.requirements import Requirement
 
-    import verl_hadw
-
     path, _, _ = wheel
     (meta,) = [n for n in zipfile.ZipFile(path).namelist() if n.endswith(".dist-info/METADATA")]
     text = zipfile.ZipFile(path).read(meta).decode()
@@ -78,6 +79,9 @@ def test_wheel_metadata_has_one_verl_range_and_the_extras(wheel):
     assert str(by_extra["gpu"]["verl"].specifier) == f"=={verl_hadw.VERL_VERSION}"
     assert by_extra["gpu"]["verl"].extras == {"fsdp", "vllm"}
     assert re.search(r"^Version: " + re.escape(verl_hadw.__version__) + "$", text, re.M)
+    assert "License-Expression: Apache-2.0" in text.splitlines() and "License-File: LICENSE" in text.splitlines()
+    licence = zipfile.ZipFile(path).read(meta.replace("METADATA", "licenses/LICENSE")).decode()
+    assert licence == (ROOT / "LICENSE").read_text() and "Apache License" in licence and "Version 2.0" in licence
     for extra in ("verl", "trl", "repro", "research", "test", "gpu"):
         assert f"Provides-Extra: {extra}" in text
 
@@ -105,6 +109,8 @@ def test_sdist_and_wheel_pass_twine_check(tmp_path):
     sh(sys.executable, "-m", "build", "--no-isolation", "--outdir", tmp_path / "dist", src)
     built = sorted((tmp_path / "dist").iterdir())
     assert sorted(p.suffix for p in built) == [".gz", ".whl"], built
+    with tarfile.open(next(p for p in built if p.suffix == ".gz")) as sdist:  # the licence travels with the source
+        assert f"verl_hadw-{verl_hadw.__version__}/LICENSE" in sdist.getnames()
     out = sh(sys.executable, "-m", "twine", "check", "--strict", *built)
     assert out.count("PASSED") == 2, out
 
