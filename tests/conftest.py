@@ -23,10 +23,12 @@ pytest_plugins = ["own_process"]  # tests that start a Ray driver run in a child
 INSTALLED = importlib.metadata.packages_distributions()
 # The ms-swift adapter's tests need ms-swift, which pins trl<1.0 and so never shares this environment (TRL 1.x): they
 # run in their own virtualenvs (tests/helpers/swift_environment.py), not here; the environments' reader does.
-# Axolotl's likewise (it pins its TRL): tests/helpers/axolotl_environment.py runs them, the reader reads it.
-READERS = {"swift": "test_swift_environment.py", "axolotl": "test_axolotl_environment.py"}
-collect_ignore = [str(p.relative_to(TESTS)) for framework, reader in READERS.items() if framework not in INSTALLED
-                  for p in sorted((TESTS / framework).glob("test_*.py")) if p.name != reader]
+# Axolotl's likewise (it pins its TRL): tests/helpers/axolotl_environment.py runs them, the reader reads it. Here
+# run the readers and what needs no framework (Axolotl's HadwArgs, held to the core's declarations).
+RUN_HERE = {"swift": {"test_swift_environment.py"},
+            "axolotl": {"test_axolotl_environment.py", "test_axolotl_args.py"}}
+collect_ignore = [str(p.relative_to(TESTS)) for framework, runs in RUN_HERE.items() if framework not in INSTALLED
+                  for p in sorted((TESTS / framework).glob("test_*.py")) if p.name not in runs]
 
 
 def pytest_configure(config):

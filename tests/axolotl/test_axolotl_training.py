@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 from axolotl_runs import (
+    NONE_AT,
     RECORDING,
     anchor_file,
     axolotl_command,
@@ -27,9 +28,9 @@ from repo_paths import HELPERS
 
 from verl_hadw.toy.task import compute_score
 
-SWITCHED_OFF = {"adv_estimator": "dgpo", "dgpo_dgae": False, "dgpo_dqw": False, "dgpo_valid_token_norm": False,
+SWITCHED_OFF = {"hadw_adv_estimator": "dgpo", "dgpo_dgae": False, "dgpo_dqw": False, "dgpo_valid_token_norm": False,
                 "dgpo_epsilon": 1e-4}
-OURS = ["plugins", "adv_estimator", "hadw_lambda_scale"]  # the documented YAML's keys of the plugin
+OURS = ["plugins", "hadw_adv_estimator", "hadw_lambda_scale"]  # the documented YAML's keys of the plugin
 
 
 def keep(name: str, folder: Path) -> None:
@@ -97,7 +98,8 @@ def test_a_kill_during_a_save_loses_nothing_and_the_resume_continues_bit_for_bit
     assert logged(killed)[1:] == logged(straight)[1:]
 
 
-@pytest.mark.parametrize("keys", [{"adv_estimator": "dgpo"}, {"hadw_base": "dgpo"}], ids=["dgpo", "hadw_over_dgpo"])
+@pytest.mark.parametrize("keys", [{"hadw_adv_estimator": "dgpo"}, {"hadw_base": "dgpo"}],
+                         ids=["dgpo", "hadw_over_dgpo"])
 def test_dgpo_and_hadw_over_dgpo_train_and_log_their_metrics(assets, tmp_path, keys):
     out = tmp_path / "run"
     train_here(write_yaml(assets, out, trainer_cls=RECORDING, **keys), out / "records")
@@ -108,8 +110,8 @@ def test_dgpo_and_hadw_over_dgpo_train_and_log_their_metrics(assets, tmp_path, k
     assert [c["step"] for c in calls] == [1, 2, 3]
     holds_what_trl_held(calls)
     saved = anchor_file(out)
-    assert saved["options"]["algorithm.adv_estimator"] == keys.get("adv_estimator", "hadw")
-    keep("dgpo" if "adv_estimator" in keys else "hadw_over_dgpo", out / "records")
+    assert saved["options"]["algorithm.adv_estimator"] == keys.get("hadw_adv_estimator", "hadw")
+    keep("dgpo" if "hadw_adv_estimator" in keys else "hadw_over_dgpo", out / "records")
 
 
 def test_switched_off_it_is_axolotls_grpo_bit_for_bit(assets, tmp_path):
@@ -124,3 +126,22 @@ def test_switched_off_it_is_axolotls_grpo_bit_for_bit(assets, tmp_path):
     assert len(axolotls) == 3 and any(s["loss"] != 0 for s in axolotls) and not any("dgpo/" in k for k in axolotls[0])
     assert [{k: v for k, v in s.items() if not k.startswith("dgpo/")} for s in mine] == axolotls
     assert all(torch.equal(a, b) for a, b in zip(weights(ours).values(), weights(theirs).values(), strict=True))
+
+
+def test_switched_off_it_is_axolotls_grpo_bit_for_bit_where_completions_are_unscored(assets, tmp_path):
+    """A reward function that leaves chosen completions unscored (``axolotl_runs.partly_unscored``): TRL 1.9.0,
+    which Axolotl 0.19.0 runs, leaves them out of their group's mean and std (advantage 0), and so does the plugin."""
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    unscored = {"reward_funcs": ["axolotl_runs.partly_unscored"]}
+    train_here(write_yaml(assets, ours, trl=unscored, max_steps=4, trainer_cls=RECORDING, **SWITCHED_OFF),
+               ours / "records")
+    done = train_process(sys.executable, "-m", "axolotl.cli.train",
+                         write_yaml(assets, theirs, trl=unscored, max_steps=4, **dict.fromkeys(OURS)))
+    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+    mine, axolotls = logged(ours, 4), logged(theirs, 4)
+    assert len(axolotls) == 4 and any(s["loss"] != 0 for s in axolotls)
+    assert [{k: v for k, v in s.items() if not k.startswith("dgpo/")} for s in mine] == axolotls
+    assert all(torch.equal(a, b) for a, b in zip(weights(ours, 4).values(), weights(theirs, 4).values(), strict=True))
+    calls = records(ours / "records")
+    assert [[c["advantages"][i] for i in sorted(none_at)] for c, none_at in zip(calls, NONE_AT, strict=True)] == [
+        [0.0] * len(n) for n in NONE_AT]

@@ -1,5 +1,5 @@
 """The resume rules with no framework (only ``verl_hadw.core``): every option a meaning (refused) or a tuning (warned
-old -> new) change, the estimator and std switch, schema-1 files. The saved files are test_core_file_format.py's."""
+old -> new) change, the estimator and std switch, a newer version's keys. The files: test_core_file_format.py's."""
 
 import dataclasses
 import json
@@ -97,21 +97,6 @@ def test_an_unchanged_resume_is_silent_and_unknown_keys_warn(tmp_path, caplog):
     [warning] = [r.message for r in caplog.records]
     assert "ignoring key(s) this verl-hadw does not know (algorithm.hadw.future_option, (top level) " \
            "written_by_a_newer_version)" in warning
-
-
-def test_a_schema_1_file_is_checked_on_its_anchor_options_only(tmp_path, caplog):
-    cfg = HadwConfig(anchor=AnchorConfig(window=4))
-    path = saved_file(tmp_path, cfg)
-    edit(path, lambda d: (d.pop("options"), d["state"].update(schema_version=1)))
-    saved = read_state_file(path, 3, TERMS)
-    with caplog.at_level(logging.WARNING, logger=LOGGER):
-        state = continue_under(saved, cfg, options(cfg), path, TERMS)
-    [warning] = [r.message for r in caplog.records]
-    assert "an older verl-hadw recorded only the anchor options" in warning and "fw_hadw_lambda_scale" in warning
-    assert "fw_hadw_anchor_eta" not in warning and state["posteriors"] == saved["state"]["posteriors"]
-    moved = HadwConfig(anchor=AnchorConfig(window=4, mode="moving_average"))
-    with pytest.raises(ResumeConflictError, match="fw_hadw_anchor_mode: 'kalman' -> 'moving_average'"):
-        continue_under(saved, moved, options(moved), path, TERMS)
 
 
 def _other_value(path: str, value):

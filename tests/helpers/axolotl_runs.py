@@ -1,7 +1,8 @@
 """What the Axolotl environment's tests share: the documented YAML (``verl_hadw.toy.axolotl_data``: docs/axolotl.md's,
 on the toy task) with keys changed, a run through Axolotl's CLI in this process (``do_cli``, what ``axolotl train``
 runs) or in a process of its own, and what a run left: its log history, weights and anchor files.
-``RecordingTrainer`` (named as the YAML's ``trainer_cls``) records each generation batch as TRL held it."""
+``RecordingTrainer`` (named as the YAML's ``trainer_cls``) records each generation batch as TRL held it;
+``partly_unscored`` (a YAML's ``trl.reward_funcs``) leaves chosen completions unscored."""
 
 from __future__ import annotations
 
@@ -16,10 +17,19 @@ from repo_paths import HELPERS
 from safetensors.torch import load_file
 
 from verl_hadw.core.anchor.file_format import STATE_FILE
+from verl_hadw.toy.axolotl_data import accuracy
 
 QUIET = {"AXOLOTL_DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1", "WANDB_MODE": "disabled"}
 TIME_KEYS = ("train_runtime", "train_samples_per_second", "train_steps_per_second", "step_time")
 RECORDING = "axolotl_recording.RecordingTrainer"  # tests/helpers/axolotl_recording.py
+NONE_AT = [set(), {1, 5, 6, 7}, {0, 1, 4, 5, 6, 7}, set(range(8))]  # per step: the rows left unscored
+
+
+def partly_unscored(completions, solution, trainer_state, **kwargs) -> list[float | None]:
+    """The toy accuracy, None at the step's ``NONE_AT`` rows: none; a group with one unscored completion and one with a
+    single scored one; a group without a scored completion; a batch without one."""
+    none_at = NONE_AT[trainer_state.global_step % len(NONE_AT)]
+    return [None if i in none_at else r for i, r in enumerate(accuracy(completions, solution))]
 
 
 def write_yaml(assets: dict, out: Path, trl: dict | None = None, **keys) -> Path:

@@ -264,15 +264,15 @@ def v090_resumed(ctx: Context) -> dict:
 
 
 GDPO_DGPO_KEYS = ["algorithm.adv_estimator=gdpo", "+algorithm.dgpo.temperature=2.0", "trainer.total_training_steps=1"]
-# what the guard says of it (test_verl090_e2e.py, by_hand_e2e.py)
+# what the start-up check and the checkpoint callback say of it (test_verl090_e2e.py, by_hand_e2e.py)
 GDPO_TYPO = ("algorithm.adv_estimator=gdpo with algorithm.dgpo.temperature set: did you mean "
              "algorithm.adv_estimator=dgpo")
 
 
 def v090_gdpo_dgpo_keys(ctx: Context) -> dict:
     """verl 0.9.0 without any start-up check (no checkpoint callback can load; the demo config's Hydra start-up check
-    removed): ``gdpo`` with an ``algorithm.dgpo`` option stops at its first advantage, before any update, with the
-    did-you-mean message."""
+    removed): ``gdpo`` with an ``algorithm.dgpo`` option is verl's gdpo, untouched: its own assertion stops the first
+    advantage."""
     return main_ppo(ctx, "v090_gdpo_dgpo_keys", *GDPO_DGPO_KEYS, "~hydra.callbacks.verl_hadw", expect_ok=False,
                     env=verl090(ctx))
 
@@ -284,8 +284,8 @@ def v091_gdpo_dgpo_keys_callback(ctx: Context) -> dict:
 
 
 def v091_gdpo_dgpo_keys(ctx: Context) -> dict:
-    """verl 0.9.1 with no start-up check at all (no callback, no Hydra check): the guard in front of verl's gdpo
-    stops the first advantage, before any update."""
+    """verl 0.9.1 with no start-up check at all (no callback, no Hydra check): verl's gdpo, untouched, stops the
+    first advantage with its own assertion."""
     return main_ppo(ctx, "v091_gdpo_dgpo_keys", *GDPO_DGPO_KEYS, "~hydra.callbacks.verl_hadw",
                     "trainer.checkpoint_callback_class=null", expect_ok=False)
 

@@ -54,10 +54,13 @@ def loss_types_table(loss_types) -> str:
     return "\n".join(rows)
 
 
-def refused_settings_table(refused_settings) -> str:
-    """docs/swift.md's table of refused settings."""
-    rows = ["| swift setting | why it is refused |", "|---|---|"]
-    rows += [f"| `{setting}` | {why} |" for setting, _, why in refused_settings]
+def refused_settings_table(refused_settings, framework: str = "swift") -> str:
+    """docs/swift.md's and docs/axolotl.md's table of an adapter's ``REFUSED_SETTINGS``: (setting, is it set?, why),
+    or with the way out as a fourth column (Axolotl's)."""
+    way_out = len(refused_settings[0]) == 4
+    rows = [f"| {framework} setting | why it is refused |" + (" the way out |" if way_out else ""),
+            "|---|---|" + ("---|" if way_out else "")]
+    rows += ["| " + " | ".join([f"`{setting}`", *rest]) + " |" for setting, _, *rest in refused_settings]
     return "\n".join(rows)
 
 
@@ -67,10 +70,3 @@ def options_class(terms, name: str = "Options") -> type:
 
     return dataclasses.make_dataclass(name, [], bases=(OptionFields,),
                                       namespace={"terms": terms, "scale_rewards": "group"})
-
-
-def refusals_table(refused_settings) -> str:
-    """docs/axolotl.md's table of refused settings: (setting, is it set?, why, the way out)."""
-    rows = ["| Axolotl setting | why it is refused | the way out |", "|---|---|---|"]
-    rows += [f"| `{setting}` | {why} | {way_out} |" for setting, _, why, way_out in refused_settings]
-    return "\n".join(rows)

@@ -57,8 +57,9 @@ class FrameworkTrainer:
 
 
 class Trainer(HadwTrainerHooks, FrameworkTrainer):
-    def __init__(self, out, options, names=("acc",)):
+    def __init__(self, out, options, names=("acc",), excludes_unscorable=True):
         super().__init__(out, names)
+        self.excludes_unscorable = excludes_unscorable  # TRL >= 1.6's and Axolotl's; False: TRL 1.0-1.5's, swift's
         self.start_hadw(options)
 
 
@@ -172,3 +173,72 @@ def test_the_anchor_file_is_in_the_checkpoint_before_the_frameworks_save_begins(
         resumed.train(resume_from_checkpoint=True)
     assert resumed.trained_from == "not trained"  # refused before the framework loads anything
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint-2", "checkpoint-3"]  # nothing written or moved
+
+
+# ------------------------------------------------------------------------------------------------ unscorable
+NAN = float("nan")
+UNSCORED = torch.tensor([[1.0], [0.0], [NAN], [0.0], [NAN], [NAN], [NAN], [NAN],  # 3 scored; none scored
+                         [1.0], [NAN], [NAN], [NAN], [1.0], [1.0], [0.0], [1.0]])  # 1 scored; all scored
+OUT = [2, *range(4, 12)]  # the rows without signal: unscored, a group without a scored row, one with a single one
+SWITCHED_OFF = {"adv_estimator": "dgpo", "dgpo_dgae": False, "dgpo_dqw": False, "dgpo_valid_token_norm": False,
+                "dgpo_epsilon": 1e-4}
+
+
+def trls_advantages(rewards: torch.Tensor) -> torch.Tensor:
+    """TRL 1.6-1.16's GRPO advantage (scale_rewards="group"), its operations: unscorable rows NaN, nanmean and
+    nanstd per group, NaN to 0."""
+    r = rewards.nansum(dim=1)
+    r[torch.isnan(rewards).all(dim=1)] = NAN
+    groups = r.view(-1, 4)
+    mean = torch.nanmean(groups, dim=1, keepdim=True)
+    count = torch.sum(~torch.isnan(groups), dim=1, keepdim=True)
+    variance = torch.nanmean((groups - mean) ** 2, dim=1, keepdim=True)
+    variance *= torch.where(count > 1, count / (count - 1), torch.full_like(count / 1, NAN))
+    std = torch.sqrt(variance).repeat_interleave(4)
+    return torch.nan_to_num((r - mean.repeat_interleave(4)) / (std + 1e-4), nan=0.0)
+
+
+def test_an_unscorable_completion_gets_trls_advantage_0_outside_its_groups_statistics(tmp_path):
+    advantages, _ = Trainer(tmp_path, Options(**SWITCHED_OFF)).hadw_advantages(UNSCORED, LENGTHS.repeat(2))
+    assert torch.equal(advantages, trls_advantages(UNSCORED))  # TRL's GRPO, bit for bit
+    assert advantages[OUT].eq(0).all() and advantages[[0, 1, 3, 12, 14]].ne(0).all()
+
+
+def test_hadws_batch_accuracy_and_anchor_and_dgpos_tokens_read_only_the_scored_completions(tmp_path):
+    t = Trainer(tmp_path, Options(adv_estimator="hadw"))
+    advantages, values = t.hadw_advantages(UNSCORED, LENGTHS.repeat(2))
+    assert values["hadw/batch_acc"] == 5 / 8 and (t.hadw_anchor.state.correct, t.hadw_anchor.state.count) == (5, 8)
+    assert advantages[OUT].eq(0).all() and (advantages[[0, 12]] > 0).all() and (advantages[[1, 3, 14]] < 0).all()
+    lengths = torch.arange(1.0, 17.0)
+    dgpo = Trainer(tmp_path, Options(adv_estimator="dgpo"))
+    _, values = dgpo.hadw_advantages(UNSCORED, lengths)
+    valid = 1 + 2 + 4 + 13 + 14 + 15 + 16  # the scored rows of the two groups with signal; TRL's loss: all 136 tokens
+    assert values["dgpo/valid_token_ratio"] == valid / 136 and values["dgpo/valid_groups"] == 2
+
+
+@pytest.mark.parametrize("estimator", ["hadw", "dgpo"])
+def test_where_the_framework_sums_an_unscorable_completions_rewards_to_0_so_does_the_method(tmp_path, estimator):
+    """TRL 1.0-1.5 and ms-swift: nansum's 0, in its group's statistics and HA-DW's batch accuracy."""
+    mine = Trainer(tmp_path, Options(adv_estimator=estimator), excludes_unscorable=False)
+    zeros = Trainer(tmp_path, Options(adv_estimator=estimator), excludes_unscorable=False)
+    advantages, values = mine.hadw_advantages(UNSCORED, LENGTHS.repeat(2))
+    assert torch.equal(advantages, zeros.hadw_advantages(UNSCORED.nan_to_num(0.0), LENGTHS.repeat(2))[0])
+    assert advantages.ne(0).any() and values.get("hadw/batch_acc", 5 / 16) == 5 / 16
+
+
+@pytest.mark.parametrize("excludes", [True, False], ids=["excluded", "zero"])
+def test_a_batch_without_a_scored_completion_carries_no_signal(tmp_path, excludes):
+    t = Trainer(tmp_path, Options(adv_estimator="hadw"), excludes_unscorable=excludes)
+    advantages, values = t.hadw_advantages(torch.full((8, 1), NAN), LENGTHS)
+    assert torch.equal(advantages, torch.zeros(8))
+    assert (values, t.hadw_anchor.state.count) == ({}, 0) if excludes else values["hadw/batch_acc"] == 0.0
+
+
+@pytest.mark.parametrize("excludes", [True, False], ids=["excluded", "zero"])
+def test_a_none_from_the_accuracy_function_is_a_0_as_in_the_frameworks_sum(tmp_path, excludes):
+    rewards = torch.tensor([[NAN, 0.5], [1.0, 0.5], [0.0, 0.5], [1.0, 0.5]] * 2)
+    options = Options(adv_estimator="hadw", accuracy_reward_index=0)
+    t, zeros = (Trainer(tmp_path, options, ("acc", "style"), excludes) for _ in range(2))
+    advantages, values = t.hadw_advantages(rewards, LENGTHS)
+    assert values["hadw/batch_acc"] == 0.5 and t.hadw_anchor.state.count == 8
+    assert torch.equal(advantages, zeros.hadw_advantages(rewards.nan_to_num(0.0), LENGTHS)[0])

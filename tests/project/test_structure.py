@@ -1,10 +1,10 @@
 """The package's import graph: no loops, dependencies only downward, no private names across modules, a lazy CLI;
 and the tests' layout: each test file in the folder of the package it tests, the helpers in tests/helpers/.
 
-The packages and what each may import are the packages table of docs/layout.md: the core, the three adapters (verl's, in
-its subpackages; TRL's and ms-swift's, over their shared hf_trainer package); the core imports no adapter, and no
-adapter another. Every import
-counts, also those inside functions (an import loop through a lazy import is still a loop).
+The packages and what each may import are the packages table of docs/layout.md: the core, the four adapters (verl's, in
+its subpackages; TRL's, ms-swift's and Axolotl's, over their shared hf_trainer package); the core imports no adapter,
+and no adapter another. Every import counts, also those inside functions (an import loop through a lazy import is still
+a loop).
 """
 
 import ast

@@ -74,6 +74,45 @@ def test_switched_off_it_is_swifts_grpo_bit_for_bit(assets, tmp_path, loss_type)
     assert [{k: v for k, v in s.items() if not k.startswith("dgpo/")} for s in mine] == theirs
 
 
+UNSCORED_PLUGIN = """from swift.rewards import ORM, orms
+
+from verl_hadw.toy.task import compute_score
+
+NONE_AT = [set(), {1, 5, 6, 7}, {0, 1, 4, 5, 6, 7}, set(range(8))]
+
+
+class PartlyUnscored(ORM):
+    def __call__(self, completions, solution, trainer_state, **kwargs):
+        none_at = NONE_AT[trainer_state.global_step % 4]
+        return [None if i in none_at else compute_score("toy", c, s)
+                for i, (c, s) in enumerate(zip(completions, solution))]
+
+
+orms["toy_partly_unscored"] = PartlyUnscored
+"""
+
+
+@pytest.mark.parametrize("loss_type", ["dapo"])
+def test_switched_off_it_is_swifts_grpo_bit_for_bit_where_completions_are_unscored(assets, tmp_path, loss_type):
+    """The toy accuracy, None at chosen rows of each generation batch (none; a group with one unscored completion and
+    one with a single scored one; a group, then a batch, without a scored completion): swift 4.3-4.6 give such a
+    completion nansum's 0 in its group, and so does the adapter, bit for bit."""
+    from repo_paths import HELPERS, ROOT
+
+    plugin = tmp_path / "partly_unscored.py"
+    plugin.write_text(UNSCORED_PLUGIN)
+    plugins = [str(ROOT / "examples" / "swift_toy_plugin.py"), str(HELPERS / "record_plugin.py"), str(plugin)]
+    swifts, ours = tmp_path / "swifts", tmp_path / "ours"
+    for out, extra in ((swifts, []), (ours, SWITCHED_OFF)):
+        train(toy_arguments(assets, out, steps=4, save_steps=10, loss_type=loss_type, external_plugins=plugins,
+                            reward_funcs="toy_partly_unscored") + extra, out / "records", swifts_own=not extra)
+    theirs, mine = logged_steps(swifts), logged_steps(ours)
+    assert len(theirs) == 4 and any(s["loss"] != 0 for s in theirs)
+    assert [{k: v for k, v in s.items() if not k.startswith("dgpo/")} for s in mine] == theirs
+    unscored = [[i for i, r in enumerate(c["rewards"]) if r[0] != r[0]] for c in records(ours / "records")]
+    assert unscored == [[], [1, 5, 6, 7], [0, 1, 4, 5, 6, 7], list(range(8))]
+
+
 def test_the_command_line_trains_hadw_and_every_rank_holds_the_same_anchor(assets, tmp_path, ranks):
     """``verl-hadw-swift rlhf ... --adv_estimator hadw`` as a user types it, on ``ranks`` CPU ranks
     (``NPROC_PER_NODE``): it trains, logs hadw/* where swift logs, saves the anchor with each checkpoint, and every

@@ -1,8 +1,8 @@
 """Bad input under TRL, as under verl: one clear error naming the TRL field, at construction where it can be known.
 
 Unknown and out-of-range options, TRL settings under which the method would not be the one named (loss_type,
-scale_rewards, multi_objective_aggregation), a reward index out of range, NaN rewards, non-binary accuracy without a
-threshold, and resumes: a changed meaning refuses, a changed tuning warns, a missing or foreign file is an error
+scale_rewards, multi_objective_aggregation), a reward index out of range, infinite rewards, non-binary accuracy without
+a threshold, and resumes: a changed meaning refuses, a changed tuning warns, a missing or foreign file is an error
 unless hadw_allow_missing_state. The fields are those of options.py, and only verl_hadw/trl imports trl.
 """
 
@@ -176,16 +176,20 @@ def two_rewards(tmp_path_factory):
                    reward_funcs=[accuracy, style])
 
 
-def test_nan_rewards_name_the_reward_function(two_rewards):
+def test_a_completion_no_reward_function_scored_is_trls_not_an_error(two_rewards):
+    """TRL 1.6+ leaves it out of its group (advantage 0), 1.0-1.5 give it nansum's 0; a None from the accuracy
+    function alone is a 0, as in TRL's sum."""
+    from packaging.version import Version
+    from trl import __version__
+
+    excludes = Version(__version__) >= Version("1.6.0")
+    assert two_rewards.excludes_unscorable == excludes
     rewards = torch.tensor([[1.0, 0.5], [0.0, 0.5], [1.0, 0.5], [float("nan"), 0.5]] * 2)
-    with pytest.raises(ValueError, match=r"the accuracy reward function 'accuracy' \(accuracy_reward_index=0\) "
-                                         r"returned None or NaN for completions \[3, 7\]"):
-        two_rewards.hadw_advantages(rewards, torch.full((8,), 4))
-    rewards[[3, 7], 0], rewards[5] = 1.0, float("nan")
-    with pytest.raises(ValueError, match=r"every reward function \('accuracy', 'style'\) returned None or NaN for "
-                                         r"completions \[5\]"):
-        two_rewards.hadw_advantages(rewards, torch.full((8,), 4))
-    assert two_rewards.hadw_anchor.state.open_step is None  # nothing observed
+    rewards[5] = float("nan")
+    two_rewards.hadw_anchor.start(None)
+    advantages, values = two_rewards.hadw_advantages(rewards, torch.full((8,), 4))
+    assert values["hadw/batch_acc"] == (4 / 7 if excludes else 4 / 8) and (advantages[5] == 0) == excludes
+    two_rewards.hadw_anchor.start(None)
 
 
 @pytest.mark.parametrize("column, name", [(0, "accuracy"), (1, "style")])

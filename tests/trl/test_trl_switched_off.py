@@ -1,6 +1,7 @@
 """Switched off, ``HadwGRPOTrainer`` is TRL's ``GRPOTrainer``: DGPO without DGAE, DQW and valid-token averaging,
 with TRL's epsilon (1e-4), logs the losses of the same run under TRL's own trainer bit for bit, under four of TRL's
-loss types. (ms-swift's adapter passes the same test against ``swift rlhf``: tests/swift/.)"""
+loss types, and on generation batches in which a reward function returned None for every reward of some completions
+(ms-swift's and Axolotl's adapters pass the same tests against their frameworks: tests/swift/, tests/axolotl/)."""
 
 from __future__ import annotations
 
@@ -32,3 +33,32 @@ def test_switched_off_it_is_trls_grpo_bit_for_bit(tmp_path, loss_type):
     mine, trls = logged(ours.state.log_history), logged(theirs.state.log_history)
     assert len(trls) == 3 and any(h["loss"] != 0 for h in trls)
     assert mine == trls
+
+
+NONE_AT = [set(), {1, 5, 6, 7}, {0, 1, 4, 5, 6, 7}, set(range(8))]  # per step: the rows left unscored
+
+
+def partly_unscored(completions, allowed, trainer_state, **kwargs) -> list[float | None]:
+    """The toy accuracy, None at the step's ``NONE_AT`` rows: none; a group with one unscored completion and one with a
+    single scored one; a group without a scored completion; a batch without one."""
+    none_at = NONE_AT[trainer_state.global_step % len(NONE_AT)]
+    return [None if i in none_at else r for i, r in enumerate(accuracy(completions, allowed))]
+
+
+def test_switched_off_it_is_trls_grpo_bit_for_bit_where_completions_are_unscorable(tmp_path):
+    """TRL 1.6+ leaves such a completion out of its group's mean and std (advantage 0); 1.0-1.5 give it nansum's 0."""
+    ours = trainer(config(tmp_path / "ours", max_steps=4, **SWITCHED_OFF), reward_funcs=partly_unscored)
+    ours.train()
+    trl_args = GRPOConfig(**config_values(tmp_path / "theirs", max_steps=4))
+    tokenizer = build_tokenizer()
+    theirs = GRPOTrainer(model=build_model(tokenizer, 0), reward_funcs=partly_unscored, args=trl_args,
+                         train_dataset=toy_dataset(), processing_class=tokenizer)
+    theirs.train()
+    mine, trls = logged(ours.state.log_history), logged(theirs.state.log_history)
+    assert len(trls) == 4 and any(h["loss"] != 0 for h in trls)
+    assert mine == trls
+    unscored = [g.rewards.isnan().all(dim=1) for g in ours.generations]
+    assert [u.nonzero().squeeze(-1).tolist() for u in unscored] == [sorted(n) for n in NONE_AT]
+    if ours.excludes_unscorable:  # TRL >= 1.6
+        assert all(g.advantages[u].eq(0).all() and g.advantages[4:].eq(0).all() for g, u in
+                   zip(ours.generations[1:], unscored[1:]))  # group 2 of batch 2: a single scored completion

@@ -56,7 +56,7 @@ DAMAGE = {
     "empty": (lambda p: p.write_bytes(b""), r"is empty \(0 bytes\)"),
     "list": (lambda p: p.write_text("[1, 2, 3]"), r"holds an array where an object is expected"),
     "state-not-object": (lambda p: edit(p, _set([], "state")), r"has a 'state' that is not an object"),
-    "schema": (lambda p: edit(p, _set(7, "state", "schema_version")), r"schema_version 7 but this .* reads version 1"),
+    "schema": (lambda p: edit(p, _set(7, "state", "schema_version")), r"schema_version 7 but this .* reads version 1 "),
     "no-schema": (lambda p: edit(p, lambda d: _pop(d, "state", "schema_version")), r"schema_version None"),
     "missing-top": (lambda p: edit(p, lambda d: _pop(d, "global_step")), r"lacks the key\(s\) global_step"),
     "missing-field": (lambda p: edit(p, lambda d: _pop(d, "state", "posteriors")), r"lacks the key\(s\) state\.poster"),

@@ -110,7 +110,7 @@ def test_non_finite_scores_are_an_error_naming_the_row(fn, value):
 
 def test_phi_overflow_under_reward_difficulty_is_an_error():
     rewards, mask, index = batch(scores=[1e3, 0, 1e3, 0, 0, 0, 1e3, 0])
-    with pytest.raises(ValueError, match=r"Φ = λ·exp\(±\|p̂ - C⁻\|\) overflows float32: .* rescale the rewards"):
+    with pytest.raises(ValueError, match=r"difficulty weight overflows float32: .* rescale the rewards"):
         call(hadw, rewards, mask, index, difficulty_from="reward")
     adv, _ = call(hadw, rewards / 1e3, mask, index, difficulty_from="reward")  # the same rewards at order 1 run
     assert torch.isfinite(adv).all() and row_adv(adv, mask).abs().max() > 0

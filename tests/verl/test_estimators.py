@@ -191,8 +191,10 @@ def test_dgpo_single_response_groups_are_not_valid_and_non_binary_scores_need_dq
 @pytest.mark.parametrize("fn", [hadw, dgpo])
 def test_data_errors_say_what_is_wrong(fn):
     rewards, mask, index = make_inputs([1, 0, 1, 0], ["a"] * 4)
-    with pytest.raises(ValueError, match="no 'index'.*data.non_tensor_batch\\['uid'\\]"):
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'index'"):  # as verl's estimators
         fn(token_level_rewards=rewards, response_mask=mask, config=algo())
+    with pytest.raises(ValueError, match="no 'index'.*data.non_tensor_batch\\['uid'\\]"):
+        fn(token_level_rewards=rewards, response_mask=mask, index=None, config=algo())
     bad = rewards.clone()
     bad[1, 0] = float("nan")
     with pytest.raises(ValueError, match=r"non-finite \(NaN/Inf\) rewards in rows \[1\]"):
@@ -257,3 +259,28 @@ def test_group_stats_are_bit_identical_to_verls_group_mean_std():
     assert torch.equal(mean, ref_mean) and torch.equal(std, ref_std) and torch.equal(count, ref_count)
     sums = torch.zeros(30).index_add_(0, gid, scores)
     assert torch.equal(group_mean, sums / count) and (count == 1).any()
+
+
+# ------------------------------------------------------------------------------------------ verl's calling convention
+@pytest.mark.parametrize("fn, options", [(hadw, {}), (hadw, {"base": "dgpo"}), (dgpo, {})])
+def test_the_signature_is_verls_and_epsilon_and_norm_must_agree_with_the_config(fn, options):
+    """verl's order (token_level_rewards, response_mask, index, epsilon, norm_adv_by_std_in_grpo, config), plus what
+    else verl's compute_advantage passes; epsilon and norm_adv_by_std_in_grpo are the config's, given or not."""
+    import inspect
+
+    from verl_hadw.core.errors import ConfigError
+
+    names = list(inspect.signature(fn).parameters)
+    assert names == list(inspect.signature(compute_grpo_outcome_advantage).parameters) + ["kwargs"]
+    rewards, mask, index = make_inputs([1, 0, 0, 0, 1, 1, 0, 1], ["a"] * 4 + ["b"] * 4)
+    process_state.reset()
+    expected, _ = fn(rewards, mask, index, config=algo("hadw" if fn is hadw else "dgpo", **options))
+    process_state.reset()
+    got, _ = fn(rewards, mask, index, 1e-6, True, algo("hadw" if fn is hadw else "dgpo", **options),
+                reward_baselines=torch.zeros(8))
+    assert torch.equal(got, expected)
+    section = "dgpo" if fn is dgpo or options else "hadw"
+    with pytest.raises(ConfigError, match=f"epsilon=0.1 but the config has algorithm.{section}.epsilon=1e-06"):
+        fn(rewards, mask, index, epsilon=0.1, config=algo(**options))
+    with pytest.raises(ConfigError, match="norm_adv_by_std_in_grpo=False but the config has algorithm.norm_adv_by_std"):
+        fn(rewards, mask, index, norm_adv_by_std_in_grpo=False, config=algo(**options))

@@ -1,5 +1,6 @@
-"""verl's ``gdpo`` with ``algorithm.dgpo.*`` set is refused ("did you mean dgpo?"), at start-up with the checkpoint
-callback and at the first advantage without it; ``gdpo`` without them is verl's GDPO, unchanged.
+"""verl's ``gdpo`` with ``algorithm.dgpo.*`` set is refused ("did you mean dgpo?") where the plugin's checks run: the
+start-up check and the checkpoint callback. The estimator ``gdpo`` is verl's own function, untouched: a run without
+our checks gets verl's GDPO exactly as without the plugin.
 
 Through verl's own functions: ``compute_advantage`` (what both trainers call before each update) and the estimator
 verl registered. The GDPO batch is a multi-reward batch as verl hands it to GDPO: two reward columns in
@@ -14,6 +15,7 @@ from verl import DataProto
 from verl.trainer.ppo.core_algos import get_adv_estimator_fn
 from verl.trainer.ppo.ray_trainer import compute_advantage
 
+import verl_hadw.verl.entry_point  # noqa: F401  (as verl's plugin loader loads it: its hook runs at once here)
 from verl_hadw.core.errors import ConfigError
 from verl_hadw.verl.startup_check import validate_config
 
@@ -57,9 +59,14 @@ def test_the_checkpoint_callback_refuses_dgpo_options_under_gdpo_where_verl_buil
         HadwCheckpointCallback(config(dgpo={"temperature": 2.0}))  # verl builds it before any worker starts
 
 
-def test_without_the_callback_the_first_advantage_stops_before_verls_gdpo_runs():
-    cfg = config(dgpo={"temperature": 2.0})  # no gdpo_reward_keys: verl's GDPO would assert without naming dgpo
-    with pytest.raises(ConfigError, match=DID_YOU_MEAN_DGPO):
+def test_verls_gdpo_is_verls_own_function_untouched():
+    from verl.trainer.ppo import core_algos
+
+    gdpo = get_adv_estimator_fn("gdpo")
+    assert gdpo is core_algos.compute_gdpo_outcome_advantage and gdpo.__module__ == "verl.trainer.ppo.core_algos"
+    assert not hasattr(gdpo, "__wrapped__")
+    cfg = config(dgpo={"temperature": 2.0})  # a run without our checks: verl's GDPO says what it says, unchanged
+    with pytest.raises(AssertionError, match="GDPO requires 'algorithm.gdpo_reward_keys'"):
         compute_advantage(gdpo_batch(), "gdpo", config=cfg.algorithm)
 
 
@@ -67,11 +74,8 @@ def test_gdpo_without_dgpo_options_is_verls_gdpo_unchanged():
     cfg = config(gdpo_reward_keys=["accuracy", "format"], gdpo_reward_weights=[1.0, 0.5])
     validate_config(cfg)
     data = compute_advantage(gdpo_batch(), "gdpo", config=cfg.algorithm)
-    guarded = get_adv_estimator_fn("gdpo")
-    assert guarded.verl_hadw_guard and guarded.__wrapped__.__module__ == "verl.trainer.ppo.core_algos"
-    assert guarded.__module__ == "verl_hadw.verl.entry_point"  # visible as ours to verl's registry users
     batch = gdpo_batch()
-    expected, _ = guarded.__wrapped__(  # verl's own function, as compute_advantage calls it
+    expected, _ = get_adv_estimator_fn("gdpo")(  # verl's own function, as compute_advantage calls it
         token_level_rewards=batch.batch["token_level_rewards"], response_mask=batch.batch["response_mask"],
         config=cfg.algorithm, index=batch.non_tensor_batch["uid"], non_tensor_batch=batch.non_tensor_batch,
         batch=batch.batch)
@@ -80,9 +84,27 @@ def test_gdpo_without_dgpo_options_is_verls_gdpo_unchanged():
         compute_advantage(gdpo_batch(), "gdpo", config=config().algorithm)
 
 
-def test_the_guard_is_put_once():
-    from verl_hadw.verl.entry_point import guard_verl_gdpo
+def test_every_estimator_but_ours_is_verls_own():
+    """With the plugin loaded (the entry point, imported above), hadw and dgpo are ours and every other estimator in
+    verl's registry is verl's own function."""
+    from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY
 
-    before = get_adv_estimator_fn("gdpo")
-    guard_verl_gdpo()
-    assert get_adv_estimator_fn("gdpo") is before
+    from verl_hadw.verl import estimators
+
+    registry = dict(ADV_ESTIMATOR_REGISTRY)  # read only
+    assert registry.pop("hadw").__module__ == registry.pop("dgpo").__module__ == estimators.__name__
+    assert {name: fn.__module__ for name, fn in registry.items() if fn.__module__ != "verl.trainer.ppo.core_algos"} == {}
+    assert {"gae", "grpo", "gdpo", "rloo"} <= set(registry)
+
+
+def test_a_second_import_of_the_estimators_registers_nothing_new():
+    """verl's register_adv_est refuses a second function under a name: a re-import (new function objects) keeps
+    the first import's estimators and raises nothing."""
+    import importlib.util
+
+    before = {name: get_adv_estimator_fn(name) for name in ("hadw", "dgpo")}
+    spec = importlib.util.find_spec("verl_hadw.verl.estimators")
+    again = importlib.util.module_from_spec(spec)  # a second copy, outside sys.modules
+    spec.loader.exec_module(again)
+    assert again.compute_hadw_outcome_advantage is not before["hadw"]
+    assert {name: get_adv_estimator_fn(name) for name in ("hadw", "dgpo")} == before

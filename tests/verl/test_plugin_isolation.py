@@ -70,15 +70,29 @@ from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY
 from verl.utils.tracking import Tracking
 import verl.utils.tracking as tracking_module
 original = Tracking.log
-print('registered', 'hadw' in ADV_ESTIMATOR_REGISTRY and 'dgpo' in ADV_ESTIMATOR_REGISTRY,
-      getattr(ADV_ESTIMATOR_REGISTRY['gdpo'], 'verl_hadw_guard', False))
+print('registered', 'hadw' in ADV_ESTIMATOR_REGISTRY and 'dgpo' in ADV_ESTIMATOR_REGISTRY)
 compute_advantage(data, 'grpo', config=OmegaConf.create({'adv_estimator': 'grpo', 'norm_adv_by_std_in_grpo': True}))
 print('untouched_after_grpo', Tracking.log is original and Tracking.log.__module__ == tracking_module.__name__)
 compute_advantage(data, 'hadw', config=OmegaConf.create({'adv_estimator': 'hadw', 'norm_adv_by_std_in_grpo': True}))
 print('hooked_after_hadw', getattr(Tracking.log, '_verl_hadw_hook', False))
 """)
-    assert out.split() == ["lazy", "True", "True", "registered", "True", "True", "untouched_after_grpo", "True",
+    assert out.split() == ["lazy", "True", "True", "registered", "True", "untouched_after_grpo", "True",
                            "hooked_after_hadw", "True"]
+
+
+def test_after_import_verl_every_estimator_but_hadw_and_dgpo_is_verls_own():
+    """``import verl_hadw`` and ``import verl`` (which loads the plugin through the ``verl.plugins`` entry point), then
+    verl's ``core_algos``: hadw and dgpo are ours, every other estimator in verl's registry is verl's own function."""
+    out = run("""
+import sys, verl_hadw, verl
+from verl.trainer.ppo import core_algos
+print('loaded', 'verl_hadw.verl.entry_point' in sys.modules)
+registry = dict(core_algos.ADV_ESTIMATOR_REGISTRY)  # read only
+print('ours', registry.pop('hadw').__module__, registry.pop('dgpo').__module__)
+print('others', ','.join(sorted({fn.__module__ for fn in registry.values()})), 'gdpo' in registry)
+""")
+    assert out.split() == ["loaded", "True", "ours", "verl_hadw.verl.estimators", "verl_hadw.verl.estimators",
+                           "others", "verl.trainer.ppo.core_algos", "True"]
 
 
 def test_a_registration_that_fails_is_a_warning_and_verls_own_estimators_still_run():

@@ -57,27 +57,17 @@ def test_the_reward_columns_are_recorded_and_a_change_refuses(tmp_path, saved, r
     assert (folder / STATE_FILE).read_bytes() == before  # nothing written
 
 
-def test_a_file_without_the_reward_columns_still_resumes(tmp_path, caplog):
+def test_a_file_without_the_reward_columns_is_refused_naming_them(tmp_path):
+    """Every anchor file records every option: one without the reward columns is damaged, not an older format."""
     folder = save(tmp_path, 2, anchor(tmp_path, accuracy_reward_index=0))
     data = json.loads((folder / STATE_FILE).read_text())
-    del data["options"][ACCURACY_INDEX], data["options"][REWARD_WEIGHTS], data["options"][REWARD_FUNCS]  # earlier
+    del data["options"][ACCURACY_INDEX], data["options"][REWARD_WEIGHTS], data["options"][REWARD_FUNCS]
     (folder / STATE_FILE).write_text(json.dumps(data))
     later = anchor(tmp_path, accuracy_reward_index=0)
-    later.start(str(folder))
-    assert later.state.open_step == 2 and "cannot check 3 option(s) the file lacks" in caplog.text
-    assert "reward_funcs" in caplog.text
-
-
-def test_a_file_of_the_previous_release_resumes_without_the_reward_functions_names(tmp_path, caplog):
-    """The files record the index and the weights, not the names (REWARD_FUNCS): they still resume."""
-    folder = save(tmp_path, 2, anchor(tmp_path, accuracy_reward_index=0))
-    data = json.loads((folder / STATE_FILE).read_text())
-    del data["options"][REWARD_FUNCS]
-    (folder / STATE_FILE).write_text(json.dumps(data))
-    later = anchor(tmp_path, accuracy_reward_index=0, funcs=("short", "acc"))  # cannot be told: said, not refused
-    later.start(str(folder))
-    assert later.state.open_step == 2 and "cannot check 1 option(s) the file lacks" in caplog.text
-    assert "reward_funcs" in caplog.text
+    with pytest.raises(AnchorFileError, match=r"options without algorithm\.accuracy_reward_index, "
+                                              r"algorithm\.reward_weights, algorithm\.reward_funcs"):
+        later.start(str(folder))
+    assert later.state.open_step is None
 
 
 def test_a_checkpoint_of_another_state_key_is_said(tmp_path):

@@ -1,5 +1,5 @@
 """HA-DW and DGPO for Axolotl's GRPO (``pip install "verl-hadw[axolotl]"``): list ``verl_hadw.axolotl.HadwPlugin``
-under ``plugins:`` and set ``adv_estimator: hadw`` beside ``rl: grpo``. Never imports TRL's adapter. Usage:
+under ``plugins:`` and set ``hadw_adv_estimator: hadw`` beside ``rl: grpo``. Never imports TRL's adapter. Usage:
 docs/axolotl.md."""
 
 from verl_hadw.core.framework import require

@@ -75,10 +75,10 @@ def check_config(cfg, options) -> None:
 
     check_axolotl_version()
     options.check_adapter_fields()
+    method = options.terms.setting("adv_estimator", options.adv_estimator)  # hadw_adv_estimator: hadw
     for setting, is_set, why, way_out in REFUSED_SETTINGS:
         if is_set(cfg):
-            raise ConfigError(f"{setting} is not supported with adv_estimator: {options.adv_estimator}: {why}. To use "
-                              f"the plugin, {way_out}.")
+            raise ConfigError(f"{setting} is not supported with {method}: {why}. To use the plugin, {way_out}.")
     trl = {f.name: f.default for f in GRPOConfig.__dataclass_fields__.values()}  # TRL's defaults, then Axolotl's keys
     trl.update({k: v for k, v in (cfg.trl.model_dump() if cfg.trl is not None else {}).items() if v is not None})
     batch, processes = trl["generation_batch_size"], cfg.world_size or 1

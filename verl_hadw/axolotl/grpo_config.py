@@ -1,23 +1,21 @@
-"""The HA-DW / DGPO keys of an Axolotl YAML (``adv_estimator``, ``hadw_*``, ``dgpo_*``): ``HadwAxolotlArgs``, one
-pydantic field per ``OptionFields`` field (the core's declarations), which Axolotl's own validation checks beside its
-keys; ``HadwTrainingArgs``, the same fields on the GRPO trainer's ``args``."""
+"""The options on Axolotl's GRPO trainer: ``HadwTrainingArgs``, the ``OptionFields`` on the trainer's ``args``, set
+from the YAML's keys (``HadwArgs``, args.py; ``KEYS``: each field's key), and the words the messages name them in."""
 
 from __future__ import annotations
 
 import dataclasses
-import typing
 from dataclasses import dataclass
 
-from pydantic import BaseModel, Field, create_model, model_validator
+from verl_hadw.axolotl.checks import TRL_KEYS
+from verl_hadw.hf_trainer.option_fields import ADAPTER_FIELDS, YAML, OptionFields, hf_terms
 
-from verl_hadw.axolotl.checks import TRL_KEYS, check_config
-from verl_hadw.hf_trainer.option_fields import YAML, OptionFields, hf_terms
+__all__ = ["KEYS", "AXOLOTL", "HadwTrainingArgs", "option_values"]
 
-__all__ = ["AXOLOTL", "HadwTrainingArgs", "HadwAxolotlArgs", "option_values"]
-
+# the option field -> its YAML key: every key the plugin adds starts with hadw_ or dgpo_, none bare beside Axolotl's
+KEYS = {f.name: f"hadw_{f.name}" if f.name in ADAPTER_FIELDS else f.name for f in dataclasses.fields(OptionFields)}
 AXOLOTL = hf_terms("Axolotl", YAML, resume_from="resume_from_checkpoint: <its folder>",
                    new_experiment="another output_dir, or no resume_from_checkpoint",
-                   names=TRL_KEYS)
+                   names={**TRL_KEYS, **{name: f"hadw_{name}" for name in ADAPTER_FIELDS}})
 
 
 @dataclass
@@ -28,20 +26,5 @@ class HadwTrainingArgs(OptionFields):
 
 
 def option_values(config) -> dict:
-    """The option keys' values of a validated Axolotl config (or of its pydantic model)."""
-    return {f.name: getattr(config, f.name) for f in dataclasses.fields(OptionFields)}
-
-
-class _Checked(BaseModel):
-    @model_validator(mode="after")
-    def check_hadw(self):
-        """Axolotl's whole config, once its own fields are valid: the options and the settings they constrain."""
-        check_config(self, HadwTrainingArgs(**option_values(self)))
-        return self
-
-
-_HINTS = typing.get_type_hints(OptionFields)
-HadwAxolotlArgs = create_model(  # the plugin's get_input_args: Axolotl mixes it into its config model
-    "HadwAxolotlArgs", __base__=_Checked, __module__=__name__,
-    **{f.name: (_HINTS[f.name], Field(default=f.default, json_schema_extra={"description": f.metadata["help"]}))
-       for f in dataclasses.fields(OptionFields)})
+    """The option fields' values of a validated Axolotl config (or of ``HadwArgs``), read from their keys."""
+    return {name: getattr(config, key) for name, key in KEYS.items()}

@@ -16,7 +16,9 @@ __all__ = ["HadwAxolotlGRPOTrainer"]
 
 class HadwAxolotlGRPOTrainer(TrlTrainerHooks, AxolotlGRPOTrainer):
     """``AxolotlGRPOTrainer`` whose advantages are HA-DW's or DGPO's (``args``: Axolotl's GRPO config, which holds
-    ``HadwTrainingArgs``' fields once ``HadwPlugin`` is listed under the YAML's ``plugins:``)."""
+    ``HadwTrainingArgs``' fields once ``HadwPlugin`` is listed under the YAML's ``plugins:``). A completion no reward
+    function scored is TRL's (``excludes_unscorable``): Axolotl 0.19.0 runs its pinned TRL 1.9.0's step, which
+    leaves it out of its group."""
 
     def __init__(self, *args, **kwargs):
         config = kwargs.get("args")

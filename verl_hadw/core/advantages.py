@@ -32,7 +32,8 @@ def dgpo_advantage(
     Args:
         acc: (n,) accuracy per valid row; read by DQW only.
         norm_by_std: verl's ``norm_adv_by_std_in_grpo``, for the GRPO normalisation when ``dgae=false``.
-        lengths: (n,) loss tokens per valid row (default: the response mask's); TRL passes its loss mask's.
+        lengths: (n,) loss tokens per valid row (default: the response mask's); TRL passes its loss mask's, then
+            those of rows left out that its loss still averages over (in T_all only).
 
     Returns:
         (n,) advantages, and the call's group, token and weight counts.
@@ -179,10 +180,11 @@ def hadw_call(
                                *(on_device or ()))
     if not math.isfinite(total):  # exp(M) for M ≳ 88: only with reward difficulty
         raise ValueError(
-            f"Φ = λ·exp(±|p̂ - C⁻|) overflows float32: p̂ reaches {float(p_hat.abs().max()):.3g} against the anchor "
-            f"C⁻ = {checked.prior:.3g}, and the anchor did not take this batch. With {key('hadw.difficulty_from')}="
-            "reward, p̂ and C⁻ are mean rewards: rescale the rewards to order 1, or use difficulty_from=accuracy with "
-            "success_threshold.")
+            f"HA-DW's difficulty weight overflows float32: a group's mean reward reaches "
+            f"{float(p_hat.abs().max()):.3g} against the anchor's {checked.prior:.3g}, and the anchor did not take "
+            f"this batch. With {key('hadw.difficulty_from')}=reward the weight grows exponentially with that distance: "
+            f"rescale the rewards to order 1, or use {key('hadw.difficulty_from')}=accuracy with "
+            f"{key('hadw.success_threshold')}.")
     summary, dgpo_read = tuple(read[:5]), read[5:]
     view = observe(*counts)
     if view.prior != checked.prior:  # a deterministic anchor gives the previewed prior; recompute if not

@@ -26,10 +26,9 @@ def as_labels(index):
 
 
 def _refuse(label, why: str):
-    raise ValueError(
-        f"index holds the group label {label!r:.80}, which {why}: verl's grpo groups rows by equal labels, so each "
-        "row needs one scalar label (a uid string or a number) equal to its group's others"
-    )
+    raise ValueError(f"index holds the group label {label!r:.80}, which {why}: verl's grpo groups rows by equal "
+                     "labels, so each row needs one scalar label (a uid string or a number) equal to its group's "
+                     "others")
 
 
 def _order_key(label) -> tuple:
@@ -167,10 +166,8 @@ def check_inputs(token_level_rewards, response_mask, index) -> None:
         raise ValueError(f"token_level_rewards has shape {shape}: response_length is 0")
     n_index = getattr(as_labels(index), "shape", None)
     if n_index is not None and len(n_index) != 1:
-        raise ValueError(
-            f"index has shape {tuple(n_index)} but must be 1-D (batch,), one uid per row (a uid string or a number; "
-            "not a pair or a list per row)"
-        )
+        raise ValueError(f"index has shape {tuple(n_index)} but must be 1-D (batch,), one uid per row (a uid string "
+                         "or a number; not a pair or a list per row)")
     if len(index) != token_level_rewards.shape[0]:
         raise ValueError(f"index has {len(index)} entries but the batch has {token_level_rewards.shape[0]} rows")
 
@@ -182,20 +179,10 @@ def host_values(*values) -> list:
     return [next(read) if isinstance(v, torch.Tensor) else v for v in values]
 
 
-def prepare_batch(
-    token_level_rewards: torch.Tensor, response_mask: torch.Tensor, index, sorted_ids: bool = True
-) -> Batch:
-    """Scores and group statistics of the valid rows of one estimator call, every input checked.
-
-    Args:
-        token_level_rewards: (N, L); a row's sum is its score.
-        response_mask: (N, L); rows that are all zero are padding.
-        index: (N,) group label (uid) per row: np.ndarray of str/int, a list or a tensor.
-        sorted_ids: number groups in sorted label order (``group_ids``); False where no result depends on it.
-
-    Returns:
-        The ``Batch`` of the n valid rows in G groups.
-    """
+def prepare_batch(token_level_rewards: torch.Tensor, response_mask: torch.Tensor, index, sorted_ids=True) -> Batch:
+    """The ``Batch`` of one estimator call's valid rows, every input checked: ``token_level_rewards`` (N, L), a row's
+    sum its score; ``response_mask`` (N, L), rows all zero are padding; ``index`` (N,) group labels (uids: an ndarray,
+    a list or a tensor); ``sorted_ids``: as in ``group_ids`` (False where no result depends on the numbering)."""
     if index is None:
         raise ValueError("the advantage estimator got no 'index': verl passes data.non_tensor_batch['uid'] as the "
                          "group index; make sure every row of the batch carries a 'uid'")
@@ -309,12 +296,8 @@ def _check_step_by_step(token_level_rewards, response_mask, index) -> torch.Tens
 
 
 def group_stats(scores: torch.Tensor, gid: torch.Tensor, n_groups: int):
-    """verl grpo's group statistics of ``scores`` (n,) float32 by group id ``gid`` (n,) in [0, G), bit for bit
-    (``group_mean_std(eps=0)``'s operations), without its host syncs.
-
-    Returns:
-        (G,) mean, unbiased std (0 and 1 for a single response, as verl's), count and the plain mean Σ/count.
-    """
+    """verl grpo's (G,) mean, unbiased std (0 and 1 for a single response), count and plain mean Σ/count of
+    ``scores`` (n,) float32 by group id ``gid`` (n,), bit for bit (``group_mean_std(eps=0)``), without host syncs."""
     count = group_sum(torch.ones_like(scores), gid, n_groups)
     group_mean = group_sum(scores, gid, n_groups) / count
     centered = scores - group_mean[gid]

@@ -21,9 +21,6 @@ class MetricBuffer:
     def __init__(self):
         self.steps: OrderedDict = OrderedDict()
 
-    def clear(self) -> None:
-        self.steps.clear()
-
     def _record(self, step: int, values: dict[str, tuple[str, float]]) -> None:
         acc = self.steps.setdefault(step, {})
         for name, (how, value) in values.items():

@@ -1,5 +1,6 @@
-"""HA-DW's and DGPO's options (verl: ``algorithm.hadw`` / ``algorithm.dgpo``; TRL: ``hadw_*`` / ``dgpo_*``), each
-declared once with its default, range and doc; the parser of plain mappings; the docs' options block.
+"""HA-DW's and DGPO's options (verl: ``algorithm.hadw`` / ``algorithm.dgpo``; TRL, ms-swift and Axolotl:
+``hadw_*`` / ``dgpo_*``), each declared once with its default, range and doc; the parser of plain mappings; the docs'
+options block.
 """
 
 from __future__ import annotations
@@ -33,55 +34,78 @@ def option(default: Any, doc: str, *, kind: str, lo: float = -INF, hi: float = I
 class AnchorConfig:
     """``algorithm.hadw.anchor``: how the difficulty anchor C_t evolves (Eqs. 8-12, App. F, Table 2)."""
 
-    mode: str = option("kalman", "kalman (Eqs. 8-12) | moving_average (App. F) | fixed (Table 2)",
-                       kind="choice", choices=("kalman", "moving_average", "fixed"))
+    mode: str = option("kalman", "how the anchor follows accuracy: kalman (Eqs. 8-12) | moving_average (App. F) | "
+                       "fixed (Table 2)", kind="choice", choices=("kalman", "moving_average", "fixed"))
     # The paper gives no η; 16 tracks accuracy with an 11-21 step rise time for batch-accuracy noise 0.005-0.05, η <= 1
     # freezes the anchor (benchmarks/anchor_time_constant.py).
-    eta: float = option(16.0, "η of Eq. 11, chosen by measurement (docs/choices.md)", kind="number", lo=0.0)
-    window: int = option(10, "m of Eqs. 9-10 (h of App. F)", kind="integer", lo=1)
-    sigma_source: str = option("anchor", "anchor: Eq. 10 literally | accuracy: σ of the last m batch accuracies",
-                               kind="choice", choices=("anchor", "accuracy"))
-    sigma_warmup: float = option(1.0, "σ_t while fewer than 2 past values exist (paper silent)", kind="number", lo=0.0)
+    eta: float = option(
+        16.0, "how fast the anchor follows accuracy; 16 by measurement, see docs/choices.md (η, Eq. 11)", kind="number",
+        lo=0.0)
+    window: int = option(10, "how many past steps the anchor's spread or average reads (m, Eqs. 9-10; h, App. F)",
+                         kind="integer", lo=1)
+    sigma_source: str = option(
+        "anchor", "the spread that sets the anchor's speed: anchor, of its past values (paper) | accuracy, of past "
+        "accuracies (σ_t, Eq. 10)", kind="choice", choices=("anchor", "accuracy"))
+    sigma_warmup: float = option(1.0, "the spread used until two past values exist; the paper gives none (σ_t, Eq. 10)",
+                                 kind="number", lo=0.0)
     # eta_min keeps C_t following y_t where equal first accuracies give σ_t = 0, so η_t = 0 forever (anchor_freeze.py)
-    eta_min: float = option(0.05, "floor of η_t = clamp(η·σ_t, eta_min, 1); 0 = literal Eq. 11, which can freeze",
-                            kind="number", lo=0.0, hi=1.0)
-    init: Any = option("first_batch", "C⁻ of step 1: the first call's accuracy, or a number in [0, 1]", kind="init")
-    include_current: bool = option(False, "moving_average: include y_t in the anchor (the authors' released code)",
-                                   kind="flag")
-    fixed_value: float = option(0.5, "fixed mode's constant anchor", kind="number", lo=0.0, hi=1.0)
+    eta_min: float = option(
+        0.05, "the anchor's slowest speed; 0 follows the paper and can freeze the anchor (floor of η_t, Eq. 11)",
+        kind="number", lo=0.0, hi=1.0)
+    init: Any = option("first_batch", "the starting anchor: first_batch, the first call's accuracy, or a number in "
+                       "[0, 1] (C⁻ of step 1)", kind="init")
+    include_current: bool = option(
+        False, "moving_average: count the current step's accuracy in the anchor, as the released code does",
+        kind="flag")
+    fixed_value: float = option(0.5, "the constant anchor of mode fixed", kind="number", lo=0.0, hi=1.0)
 
 
 @dataclass(frozen=True)
 class DgpoConfig:
     """``algorithm.dgpo``: DGPO switches (MathForge §3.1, Table 3 ablation)."""
 
-    dgae: bool = option(True, "MAD normalisation, Eqs. 4-5 (false: GRPO std normalisation)", kind="flag")
-    dqw: bool = option(True, "difficulty-aware question weights, Eq. 6", kind="flag")
-    temperature: float = option(2.0, "T of Eq. 6", kind="number", lo=0.0, lo_open=True)
-    valid_token_norm: bool = option(True, "valid-token loss averaging, folded into the advantages", kind="flag")
-    success_threshold: float | None = option(None, "for DQW's accuracy when rewards are not binary", kind="threshold")
-    epsilon: float = option(1e-6, "added to the MAD / std", kind="number", lo=0.0, lo_open=True)
+    dgae: bool = option(
+        True, "divide the advantage by the group's mean absolute deviation; false: by its standard deviation, as GRPO "
+        "(Eqs. 4-5)", kind="flag")
+    dqw: bool = option(True, "weight each question by its difficulty, harder ones more (Eq. 6)", kind="flag")
+    temperature: float = option(
+        2.0, "how sharply the question weights favour hard questions; lower is sharper (T, Eq. 6)", kind="number",
+        lo=0.0, lo_open=True)
+    valid_token_norm: bool = option(
+        True, "average the loss over the tokens of groups whose scores differ, folded into the advantages (Eq. 3)",
+        kind="flag")
+    success_threshold: float | None = option(
+        None, "when rewards are not binary: a score above it counts as correct for the question weights",
+        kind="threshold")
+    epsilon: float = option(
+        1e-6, "added to the mean absolute deviation or standard deviation, so that it never divides by zero",
+        kind="number", lo=0.0, lo_open=True)
 
 
 @dataclass(frozen=True)
 class HadwConfig:
     """``algorithm.hadw``: HA-DW options (§3, Eqs. 7-17)."""
 
-    lambda_scale: float = option(1.3, "λ_scale of Eq. 16; the paper's best (Table 7)", kind="number", lo=0.0,
-                                 lo_open=True)
-    state_key: str = option("default", "one anchor per key; give each experiment its own", kind="text")
+    lambda_scale: float = option(
+        1.3, "scale of every difficulty weight on the advantage; 1.3 is the paper's best (λ_scale, Eq. 16, Table 7)",
+        kind="number", lo=0.0, lo_open=True)
+    state_key: str = option("default", "the name the anchor is saved and restored under; give each experiment its own",
+                            kind="text")
     success_threshold: float | None = option(
-        None, "required when rewards are not binary: accuracy = score > threshold", kind="threshold")
-    base: str = option("grpo", "base advantage: grpo | dgpo (HA-DW over the DGPO advantage)", kind="choice",
+        None, "required when rewards are not binary: a score above it counts as correct", kind="threshold")
+    base: str = option("grpo", "the advantage HA-DW reweights: grpo | dgpo (DGPO's advantage)", kind="choice",
                        choices=("grpo", "dgpo"))
     difficulty_from: str = option(
-        "accuracy", "accuracy: y_t and p̂ are accuracies (paper) | reward: raw mean reward (released code)",
-        kind="choice", choices=("accuracy", "reward"))
-    normalize_phi: bool = option(False, "rescale Φ to mean 1 over the call's valid responses", kind="flag")
+        "accuracy", "what difficulty is read from: accuracy, the share of correct responses (paper) | reward, the "
+        "mean reward (released code)", kind="choice", choices=("accuracy", "reward"))
+    normalize_phi: bool = option(
+        False, "rescale the difficulty weights to mean 1 over each call's valid responses (Φ, Eq. 16)", kind="flag")
     allow_missing_state: bool = option(
         False, "resume without an anchor file: start a fresh anchor (with a warning)", kind="flag")
-    log_metrics: bool = option(True, "merge hadw/* and dgpo/* into verl's log call (both estimators)", kind="flag")
-    epsilon: float = option(1e-6, "added to the GRPO std", kind="number", lo=0.0, lo_open=True)
+    log_metrics: bool = option(True, "add hadw/* and dgpo/* to the trainer's logged metrics (both estimators)",
+                               kind="flag")
+    epsilon: float = option(1e-6, "added to GRPO's standard deviation, so that it never divides by zero",
+                            kind="number", lo=0.0, lo_open=True)
     anchor: AnchorConfig = option(AnchorConfig, "", kind="section")
 
 

@@ -49,7 +49,7 @@ class LossTypes:
     def check(self, loss_type: str, steps_per_generation: int | None, gradient_accumulation_steps: int) -> None:
         """Raise ``ConfigError`` unless DGPO's valid-token averaging is exact under these settings."""
         arg, name = self.arg, self.name
-        off = f"or set {arg('dgpo_valid_token_norm', False)} (DGPO without Eq. 3's valid-token averaging)"
+        off = f"or set {arg('dgpo_valid_token_norm', False)} (DGPO without its valid-token averaging)"
         exact = [t for t, (ok, _) in self.table.items() if ok]
         if loss_type not in self.table:
             raise ConfigError(
@@ -58,7 +58,7 @@ class LossTypes:
         ok, why = self.table[loss_type]
         if not ok:
             raise ConfigError(
-                f"{arg('loss_type', loss_type)} {why.replace('`', '')}, so DGPO's valid-token averaging (Eq. 3, "
+                f"{arg('loss_type', loss_type)} {why.replace('`', '')}, so DGPO's valid-token averaging ("
                 f"{arg('dgpo_valid_token_norm', True)}) would not be exact. Use "
                 f"{' or '.join(arg('loss_type', t) for t in exact)}, {off}.")
         if steps_per_generation is not None and steps_per_generation != gradient_accumulation_steps:
@@ -75,7 +75,7 @@ class LossTypes:
         for setting, (value, drops) in masks.items():
             raise ConfigError(
                 f"{self.arg(setting, value)} {drops}: it drops loss tokens inside the loss, after the advantages, "
-                f"while the loss still divides by every loss token, so DGPO's valid-token averaging (Eq. 3, "
+                f"while the loss still divides by every loss token, so DGPO's valid-token averaging ("
                 f"{self.arg('dgpo_valid_token_norm', True)}) would not be exact. Leave {self.name(setting)} at its "
                 f"default, or set {self.arg('dgpo_valid_token_norm', False)}.")
 

@@ -1,5 +1,6 @@
 """The options as flat fields (verl's ``hadw.anchor.eta`` is ``hadw_anchor_eta``), read back through the core's
-parser: ``OptionFields`` is mixed into TRL's config and ms-swift's arguments; ``hf_terms`` names the fields."""
+parser: ``OptionFields`` is mixed into TRL's config, ms-swift's arguments and Axolotl's training arguments; ``hf_terms``
+names the fields."""
 
 from __future__ import annotations
 
@@ -96,59 +97,72 @@ def check_accuracy_index(index: int | None, names: list[str], terms: Terms) -> N
 
 @dataclass
 class OptionFields:
-    """HA-DW's and DGPO's options as flat fields, declared once for TRL's config and ms-swift's arguments (each
-    ``hadw_*`` / ``dgpo_*`` field is one option of ``core.options``), read back through the core's parser; ``terms``
-    (set by the adapter) names them in the framework's words."""
+    """HA-DW's and DGPO's options as flat fields, declared once for TRL's config, ms-swift's arguments and Axolotl's
+    training arguments (each ``hadw_*`` / ``dgpo_*`` field is one option of ``core.options``), read back through the
+    core's parser; ``terms`` (set by the adapter) names them in the framework's words."""
 
     terms: ClassVar[Terms]
 
     adv_estimator: Literal["hadw", "dgpo"] = field(default="hadw", metadata={
-        "help": "hadw (HA-DW; over DGPO with hadw_base dgpo) | dgpo. verl: algorithm.adv_estimator."})
+        "help": "the advantage estimator: hadw (HA-DW; over DGPO with hadw_base dgpo) | dgpo."})
     accuracy_reward_index: int | None = field(default=None, metadata={
         "help": "which of the reward_funcs is the accuracy; unset: the combined reward, binary or thresholded."})
-    hadw_lambda_scale: float = field(
-        default=1.3, metadata={"help": "λ_scale of Eq. 16; the paper's best (Table 7). Valid: > 0.0."})
-    hadw_state_key: str = field(
-        default="default", metadata={"help": "one anchor per key; give each experiment its own."})
-    hadw_success_threshold: float | None = field(
-        default=None, metadata={"help": "required when rewards are not binary: accuracy = score > threshold."})
-    hadw_base: Literal["grpo", "dgpo"] = field(
-        default="grpo", metadata={"help": "base advantage: grpo | dgpo (HA-DW over the DGPO advantage)."})
+    hadw_lambda_scale: float = field(default=1.3, metadata={
+        "help": "scale of every difficulty weight on the advantage; 1.3 is the paper's best (λ_scale, Eq. 16, "
+        "Table 7). Valid: > 0.0."})
+    hadw_state_key: str = field(default="default", metadata={
+        "help": "the name the anchor is saved and restored under; give each experiment its own."})
+    hadw_success_threshold: float | None = field(default=None, metadata={
+        "help": "required when rewards are not binary: a score above it counts as correct."})
+    hadw_base: Literal["grpo", "dgpo"] = field(default="grpo", metadata={
+        "help": "the advantage HA-DW reweights: grpo | dgpo (DGPO's advantage)."})
     hadw_difficulty_from: Literal["accuracy", "reward"] = field(default="accuracy", metadata={
-        "help": "accuracy: y_t and p̂ are accuracies (paper) | reward: raw mean reward (released code)."})
-    hadw_normalize_phi: bool = field(
-        default=False, metadata={"help": "rescale Φ to mean 1 over the call's valid responses."})
-    hadw_allow_missing_state: bool = field(
-        default=False, metadata={"help": "resume without an anchor file: start a fresh anchor (with a warning)."})
-    hadw_log_metrics: bool = field(
-        default=True, metadata={"help": "merge hadw/* and dgpo/* into verl's log call (both estimators)."})
-    hadw_epsilon: float = field(default=1e-06, metadata={"help": "added to the GRPO std. Valid: > 0.0."})
-    hadw_anchor_mode: Literal["kalman", "moving_average", "fixed"] = field(
-        default="kalman", metadata={"help": "kalman (Eqs. 8-12) | moving_average (App. F) | fixed (Table 2)."})
-    hadw_anchor_eta: float = field(
-        default=16.0, metadata={"help": "η of Eq. 11, chosen by measurement (docs/choices.md). Valid: >= 0.0."})
-    hadw_anchor_window: int = field(default=10, metadata={"help": "m of Eqs. 9-10 (h of App. F). Valid: >= 1."})
-    hadw_anchor_sigma_source: Literal["anchor", "accuracy"] = field(
-        default="anchor", metadata={"help": "anchor: Eq. 10 literally | accuracy: σ of the last m batch accuracies."})
-    hadw_anchor_sigma_warmup: float = field(
-        default=1.0, metadata={"help": "σ_t while fewer than 2 past values exist (paper silent). Valid: >= 0.0."})
+        "help": "what difficulty is read from: accuracy, the share of correct responses (paper) | reward, the mean "
+        "reward (released code)."})
+    hadw_normalize_phi: bool = field(default=False, metadata={
+        "help": "rescale the difficulty weights to mean 1 over each call's valid responses (Φ, Eq. 16)."})
+    hadw_allow_missing_state: bool = field(default=False, metadata={
+        "help": "resume without an anchor file: start a fresh anchor (with a warning)."})
+    hadw_log_metrics: bool = field(default=True, metadata={
+        "help": "add hadw/* and dgpo/* to the trainer's logged metrics (both estimators)."})
+    hadw_epsilon: float = field(default=1e-06, metadata={
+        "help": "added to GRPO's standard deviation, so that it never divides by zero. Valid: > 0.0."})
+    hadw_anchor_mode: Literal["kalman", "moving_average", "fixed"] = field(default="kalman", metadata={
+        "help": "how the anchor follows accuracy: kalman (Eqs. 8-12) | moving_average (App. F) | fixed (Table 2)."})
+    hadw_anchor_eta: float = field(default=16.0, metadata={
+        "help": "how fast the anchor follows accuracy; 16 by measurement, see docs/choices.md (η, Eq. 11). "
+        "Valid: >= 0.0."})
+    hadw_anchor_window: int = field(default=10, metadata={
+        "help": "how many past steps the anchor's spread or average reads (m, Eqs. 9-10; h, App. F). Valid: >= 1."})
+    hadw_anchor_sigma_source: Literal["anchor", "accuracy"] = field(default="anchor", metadata={
+        "help": "the spread that sets the anchor's speed: anchor, of its past values (paper) | accuracy, of past "
+        "accuracies (σ_t, Eq. 10)."})
+    hadw_anchor_sigma_warmup: float = field(default=1.0, metadata={
+        "help": "the spread used until two past values exist; the paper gives none (σ_t, Eq. 10). Valid: >= 0.0."})
     hadw_anchor_eta_min: float = field(default=0.05, metadata={
-        "help": "floor of η_t = clamp(η·σ_t, eta_min, 1); 0 = literal Eq. 11, which can freeze. Valid: [0, 1]."})
+        "help": "the anchor's slowest speed; 0 follows the paper and can freeze the anchor (floor of η_t, Eq. 11). "
+        "Valid: [0, 1]."})
     hadw_anchor_init: float | str | None = field(default="first_batch", metadata={
-        "help": "C⁻ of step 1: the first call's accuracy, or a number in [0, 1]. Valid: 'first_batch' or [0, 1]."})
-    hadw_anchor_include_current: bool = field(
-        default=False, metadata={"help": "moving_average: include y_t in the anchor (the authors' released code)."})
-    hadw_anchor_fixed_value: float = field(
-        default=0.5, metadata={"help": "fixed mode's constant anchor. Valid: [0.0, 1.0]."})
-    dgpo_dgae: bool = field(
-        default=True, metadata={"help": "MAD normalisation, Eqs. 4-5 (false: GRPO std normalisation)."})
-    dgpo_dqw: bool = field(default=True, metadata={"help": "difficulty-aware question weights, Eq. 6."})
-    dgpo_temperature: float = field(default=2.0, metadata={"help": "T of Eq. 6. Valid: > 0.0."})
-    dgpo_valid_token_norm: bool = field(
-        default=True, metadata={"help": "valid-token loss averaging, folded into the advantages."})
-    dgpo_success_threshold: float | None = field(
-        default=None, metadata={"help": "for DQW's accuracy when rewards are not binary."})
-    dgpo_epsilon: float = field(default=1e-06, metadata={"help": "added to the MAD / std. Valid: > 0.0."})
+        "help": "the starting anchor: first_batch, the first call's accuracy, or a number in [0, 1] (C⁻ of step 1). "
+        "Valid: 'first_batch' or [0, 1]."})
+    hadw_anchor_include_current: bool = field(default=False, metadata={
+        "help": "moving_average: count the current step's accuracy in the anchor, as the released code does."})
+    hadw_anchor_fixed_value: float = field(default=0.5, metadata={
+        "help": "the constant anchor of mode fixed. Valid: [0.0, 1.0]."})
+    dgpo_dgae: bool = field(default=True, metadata={
+        "help": "divide the advantage by the group's mean absolute deviation; false: by its standard deviation, as "
+        "GRPO (Eqs. 4-5)."})
+    dgpo_dqw: bool = field(default=True, metadata={
+        "help": "weight each question by its difficulty, harder ones more (Eq. 6)."})
+    dgpo_temperature: float = field(default=2.0, metadata={
+        "help": "how sharply the question weights favour hard questions; lower is sharper (T, Eq. 6). Valid: > 0.0."})
+    dgpo_valid_token_norm: bool = field(default=True, metadata={
+        "help": "average the loss over the tokens of groups whose scores differ, folded into the advantages (Eq. 3)."})
+    dgpo_success_threshold: float | None = field(default=None, metadata={
+        "help": "when rewards are not binary: a score above it counts as correct for the question weights."})
+    dgpo_epsilon: float = field(default=1e-06, metadata={
+        "help": "added to the mean absolute deviation or standard deviation, so that it never divides by zero. "
+        "Valid: > 0.0."})
 
     def check_adapter_fields(self) -> None:
         """Check ``adv_estimator``, ``accuracy_reward_index`` and every declared field (the core's parser)."""
@@ -209,12 +223,13 @@ class OptionFields:
         if unused:
             key = self.terms.key
             names = ", ".join(key(n) if n in ADAPTER_FIELDS else key(declared_fields()[n][0]) for n in unused)
+            it = "it" if len(unused) == 1 else "them"
             warnings.warn(
                 f"{names} {'is' if len(unused) == 1 else 'are'} set but this run ({key('adv_estimator')}="
                 f"{self.adv_estimator}, {key('hadw.base')}={self.hadw_base}, {key('hadw.difficulty_from')}="
-                f"{self.hadw_difficulty_from}) does not read {'it' if len(unused) == 1 else 'them'}: no effect. "
+                f"{self.hadw_difficulty_from}) does not read {it}: no effect. "
                 f"Leave {'it at its default' if len(unused) == 1 else 'them at their defaults'}, or choose a run that "
-                "reads them.",
+                f"reads {it}.",
                 UnusedOptionsWarning, stacklevel=3)
         return unused
 

@@ -78,48 +78,34 @@ def check_reward_values(name: str, values) -> None:
                 "this generation batch, but a reward is a number (or None). Make it return a float.")
 
 
-def scores_of(rewards_per_func: torch.Tensor, columns: RewardColumns,
-              terms: Terms) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """(B,) weighted sums of the rewards ``rewards_per_func`` (B, n_funcs), and (B,) the accuracy function's column
-    (None: the scores are the accuracy); one host read when nothing is wrong."""
+def scores_of(rewards_per_func: torch.Tensor, columns: RewardColumns, terms: Terms):
+    """(B,) weighted sums of the rewards ``rewards_per_func`` (B, n_funcs), a None (NaN) adding 0 as the frameworks'
+    nansum; (B,) the accuracy function's column, a None read as 0 (None: the scores are the accuracy); (B,) the rows no
+    function scored; and whether that is every row. One host read."""
     names, index = columns.names, columns.accuracy_index
     check_reward_weights(columns.weights, names, terms)  # a weight, not the function, is to blame then
     scores = (rewards_per_func * columns.weights.to(rewards_per_func.device)).nansum(dim=1)
-    missing, infinite = torch.isnan(rewards_per_func), torch.isinf(rewards_per_func)
-    checks = [infinite.any(dim=1), missing.all(dim=1), ~torch.isfinite(scores)]
-    if index is not None:
-        checks.insert(2, missing[:, index])
-    failed = torch.stack([rows.any() for rows in checks]).tolist()  # the one host read
-    if any(failed):
-        rows = [r.nonzero().squeeze(-1)[:5].tolist() if bad else None for r, bad in zip(checks, failed)]
-        _refuse(rows if index is not None else [*rows[:2], None, rows[2]], rewards_per_func, columns, terms)
-    return scores, (rewards_per_func[:, index] if index is not None else None)
-
-
-def _refuse(rows: list, rewards_per_func: torch.Tensor, columns: RewardColumns, terms: Terms) -> None:
-    """Raise the error of the first failed check of ``scores_of`` (``rows``: the rows failing each, or None)."""
-    (infinite, unscored, accuracy, overflow), names, index = rows, columns.names, columns.accuracy_index
-    every = "Make the reward function return a number for every completion (e.g. 0.0 for an unparseable answer)."
-    if infinite is not None:
-        bad = torch.isinf(rewards_per_func)
+    unscorable, bad = torch.isnan(rewards_per_func).all(dim=1), torch.isinf(rewards_per_func)
+    checks = [bad.any(dim=1), ~torch.isfinite(scores)]
+    *failed, none_scored = torch.stack([*(rows.any() for rows in checks), unscorable.all()]).tolist()  # the one read
+    rows = [r.nonzero().squeeze(-1)[:5].tolist() if wrong else None for r, wrong in zip(checks, failed)]
+    if failed[0]:
         funcs = " and ".join(repr(names[f]) for f in bad.any(dim=0).nonzero().squeeze(-1).tolist())
         raise ValueError(f"the reward function {funcs} returned an infinite value (e.g. "
-                         f"{float(rewards_per_func[bad][0])}) for completions {infinite} of this generation batch. "
+                         f"{float(rewards_per_func[bad][0])}) for completions {rows[0]} of this generation batch. "
                          "Make it return a finite number (e.g. clip it).")
-    if unscored is not None:
-        raise ValueError(f"every reward function ({', '.join(repr(n) for n in names)}) returned None or NaN for "
-                         f"completions {unscored} of this generation batch. {every}")
-    if accuracy is not None:
-        raise ValueError(f"the accuracy reward function {names[index]!r} ({terms.key('accuracy_reward_index')}="
-                         f"{index}) returned None or NaN for completions {accuracy} of this generation batch. {every}")
-    raise ValueError(f"the weighted sum of the rewards ({terms.key('reward_weights')}={columns.weights.tolist()}) "
-                     f"overflows for completions {overflow} of this generation batch. Use smaller weights or rewards.")
+    if failed[1]:
+        raise ValueError(f"the weighted sum of the rewards ({terms.key('reward_weights')}={columns.weights.tolist()}) "
+                         f"overflows for completions {rows[1]} of this generation batch. Use smaller weights or "
+                         "rewards.")
+    accuracy = rewards_per_func[:, index].nan_to_num(nan=0.0) if index is not None else None
+    return scores, accuracy, unscorable, none_scored
 
 
 def generation_advantages(
     rewards_per_func: torch.Tensor, lengths: torch.Tensor, group_size: int, columns: RewardColumns, *,
     hadw_cfg: HadwConfig, dgpo_cfg: DgpoConfig | None, norm_by_std: bool, anchor: TrainerAnchor | None, step: int,
-    training: bool, metrics: MetricBuffer, terms: Terms,
+    training: bool, metrics: MetricBuffer, terms: Terms, exclude_unscorable: bool,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """One generation batch's advantages and metrics.
 
@@ -128,17 +114,24 @@ def generation_advantages(
         lengths: (B,) each completion's loss tokens, in the same order (DGPO's Eq. 3).
         anchor: None runs DGPO; else HA-DW, whose anchor observes the batch at ``step`` (``training``) or previews it.
         dgpo_cfg: DGPO's options where DGPO runs (alone, or as HA-DW's base).
+        exclude_unscorable: the framework leaves a completion no function scored out of its group's statistics
+            (advantage 0; here out of HA-DW's batch accuracy too), else (False) its reward is their nansum, 0.
 
     Returns:
         (B,) advantages, and the hadw/* dgpo/* values to log.
     """
-    scores, acc_scores = scores_of(rewards_per_func, columns, terms)
+    scores, acc_scores, unscorable, none_scored = scores_of(rewards_per_func, columns, terms)
+    if exclude_unscorable and none_scored:  # every group's mean NaN, every advantage 0; the anchor sees nothing
+        return torch.zeros_like(scores), {}
+    dropped = unscorable & exclude_unscorable
     hint = "" if acc_scores is not None else (
         f"; or, if one of reward_funcs ({', '.join(columns.names)}) is the accuracy (0 or 1), name it: "
         f"{terms.key('accuracy_reward_index')}=<its position> (the advantage stays on the combined reward)")
     index = torch.arange(scores.numel(), device=scores.device) // group_size
     with torch.no_grad():
-        b = prepare_batch(scores.unsqueeze(-1), torch.ones_like(scores, dtype=torch.long).unsqueeze(-1), index)
+        b = prepare_batch(scores.unsqueeze(-1), (~dropped).long().unsqueeze(-1), index)  # dropped rows: padding
+        acc_scores = acc_scores[b.rows] if acc_scores is not None else None
+        lengths = torch.cat([lengths[b.rows], lengths * dropped])  # their tokens stay in the loss's T_all (Eq. 3)
         if anchor is None:
             adv, counts = dgpo_call(b, dgpo_cfg, norm_by_std, terms.key, acc_scores, lengths, accuracy_hint=hint)
             metrics.record_dgpo(step, counts)
@@ -155,5 +148,6 @@ def generation_advantages(
             metrics.record_hadw(call.view, call.phi, hadw_cfg.lambda_scale, summary=call.phi_summary)
             if call.dgpo_counts is not None:
                 metrics.record_dgpo(step, call.dgpo_counts)
+    adv = adv.masked_fill(b.count[b.gid] < 2, 0.0)  # one scored completion: r - mean is 0 (std NaN) in the frameworks
     values = {k: v for k, v in metrics.pop(step).items() if k not in VERL_ONLY_METRICS}
-    return adv, values
+    return adv.new_zeros(scores.shape).index_copy_(0, b.rows, adv), values

@@ -1,4 +1,5 @@
-"""``HadwTrainerHooks``: HA-DW and DGPO in an HF-Trainer-based ``GRPOTrainer`` (TRL's, ms-swift's), mixed in first."""
+"""``HadwTrainerHooks``: HA-DW and DGPO in an HF-Trainer-based ``GRPOTrainer`` (TRL's, ms-swift's, Axolotl's), mixed
+in first."""
 
 from __future__ import annotations
 
@@ -48,6 +49,8 @@ def checked_outputs(func, name: str):
 
 class HadwTrainerHooks:
     """HA-DW's and DGPO's advantages in an HF-Trainer-based ``GRPOTrainer`` (mixed in before it)."""
+
+    excludes_unscorable: bool  # each adapter's: its framework leaves a completion no function scored out of its group
 
     def start_hadw(self, options: OptionFields) -> None:
         """Read ``options`` once, at the end of the trainer's ``__init__``: check them, build the anchor or record."""
@@ -108,7 +111,7 @@ class HadwTrainerHooks:
             rewards_per_func, lengths, self.num_generations if mode == "train" else self.num_generations_eval,
             columns, hadw_cfg=self.hadw_cfg, dgpo_cfg=self.dgpo_cfg, norm_by_std=self._hadw_norm_by_std,
             anchor=self.hadw_anchor, step=self.state.global_step + 1, training=mode == "train",
-            metrics=self._hadw_metrics, terms=self.hadw_options.terms)
+            metrics=self._hadw_metrics, terms=self.hadw_options.terms, exclude_unscorable=self.excludes_unscorable)
 
     def log_hadw_metrics(self, values: dict[str, float], mode: str) -> None:
         """One batch's hadw/* dgpo/* values into the framework's ``_metrics`` (unless ``hadw_log_metrics`` is off)."""

@@ -4,16 +4,19 @@ Imports no TRL: the adapters mix it in before their framework's class."""
 
 from __future__ import annotations
 
+import functools
+
 import torch
 from packaging.version import Version
 
 from verl_hadw.core.errors import ConfigError
-from verl_hadw.hf_trainer.checks import GLOBAL_TOKENS, SEQUENCE_MEANS, LossTypes
+from verl_hadw.hf_trainer.checks import GLOBAL_TOKENS, SEQUENCE_MEANS, LossTypes, installed
 from verl_hadw.hf_trainer.trainer_hooks import HadwTrainerHooks
 
 __all__ = ["TRL_LOSSES", "check_trl_settings", "TrlTrainerHooks"]
 
 LOSS_TOKENS_FROM = "1.9.0"  # num_items_in_batch = the gathered loss-mask tokens (truncated completions excluded)
+UNSCORABLE_EXCLUDED_FROM = "1.6.0"  # unscorable_mask: checked in 1.0.0-1.16.0 (1.0-1.5 nansum an all-None row to 0)
 
 # loss_type -> (exact under DGPO's valid-token averaging?, why), for TRL 1.x's GRPOTrainer._compute_loss
 TRL_LOSSES = {
@@ -50,7 +53,7 @@ def check_trl_settings(config, losses: LossTypes, trl_version: str) -> None:
     if config.mask_truncated_completions and Version(found) < Version(LOSS_TOKENS_FROM):
         raise ConfigError(
             f"{arg('mask_truncated_completions', True)} with DGPO's valid-token averaging: TRL {found} divides the "
-            "dapo/cispo/vespo loss by every completion token, truncated completions' included, so Eq. 3's valid-token "
+            "dapo/cispo/vespo loss by every completion token, truncated completions' included, so DGPO's valid-token "
             f"mean would not be exact. Upgrade TRL to {LOSS_TOKENS_FROM} or later, set "
             f"{arg('mask_truncated_completions', False)}, or set {arg('dgpo_valid_token_norm', False)}.")
     if config.top_entropy_quantile < 1.0:
@@ -63,6 +66,11 @@ class TrlTrainerHooks(HadwTrainerHooks):
     ``_generate_and_score_completions`` (as TRL's maintainers advise for another estimator)."""
 
     _gathered_rewards: torch.Tensor | None = None
+
+    @functools.cached_property
+    def excludes_unscorable(self) -> bool:
+        """The installed TRL's: from 1.6.0 a completion no reward function scored leaves its group's mean and std."""
+        return Version(installed("trl", "trl")) >= Version(UNSCORABLE_EXCLUDED_FROM)
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         with self.checking_rewards():  # TRL converts each list with torch.tensor: a string would name no function

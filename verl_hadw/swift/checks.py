@@ -38,7 +38,7 @@ REFUSED_SETTINGS: list[tuple[str, _Check, str]] = [
     ("--scale_rewards gdpo", lambda a: a.scale_rewards == "gdpo",
      "GDPO normalises each reward function on its own; HA-DW and DGPO read the weighted sum of the rewards"),
     ("--dynamic_sample true", lambda a: bool(getattr(a, "dynamic_sample", False)),
-     "DAPO's resampling drops and redraws groups, so the anchor's y_t would be the accuracy of a filtered batch"),
+     "DAPO's resampling drops and redraws groups, so the anchor would read the accuracy of a filtered batch"),
     ("--kl_in_reward true", lambda a: bool(getattr(a, "kl_in_reward", False)),
      "the KL penalty would enter the rewards the accuracy and difficulty are read from"),
     ("--sequence_parallel_size > 1", lambda a: (getattr(a, "sequence_parallel_size", 1) or 1) > 1,

@@ -18,6 +18,8 @@ TRAINER_PATH = "verl_hadw.swift.grpo_trainer.HadwSwiftGRPOTrainer"  # swift's Tr
 class HadwSwiftGRPOTrainer(HadwTrainerHooks, GRPOTrainer):
     """Swift's ``GRPOTrainer`` whose advantages are HA-DW's or DGPO's (``hadw_args``: the run's options)."""
 
+    excludes_unscorable = False  # ms-swift 4.3-4.6: a completion no reward function scored has nansum's 0, in its group
+
     def __init__(self, *args, hadw_args: HadwSwiftArguments, **kwargs):
         super().__init__(*args, **kwargs)
         check_trainer(self, hadw_args)

@@ -20,7 +20,7 @@ base_model: {out}/model
 plugins:
   - verl_hadw.axolotl.HadwPlugin
 rl: grpo
-adv_estimator: hadw
+hadw_adv_estimator: hadw
 hadw_lambda_scale: 1.3
 trl:
   num_generations: 4

@@ -1,15 +1,18 @@
-"""HA-DW and DGPO advantage estimators, registered in verl's ``ADV_ESTIMATOR_REGISTRY`` as ``hadw`` and ``dgpo``.
-The maths is the core's (``verl_hadw.core.advantages``); equation numbers refer to ``docs/equations.md``."""
+"""HA-DW and DGPO advantage estimators, registered in verl's estimator registry as ``hadw`` and ``dgpo`` through
+verl's ``register_adv_est``. The maths is the core's (``verl_hadw.core.advantages``); equation numbers refer to
+``docs/equations.md``."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Optional
 
 import numpy as np
 import torch
-from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, register_adv_est
+from verl.trainer.config import AlgoConfig
+from verl.trainer.ppo.core_algos import get_adv_estimator_fn, register_adv_est
 
 from verl_hadw.core.advantages import dgpo_call, hadw_call
+from verl_hadw.core.errors import ConfigError
 from verl_hadw.core.groups import Batch, prepare_batch
 from verl_hadw.verl import metrics
 from verl_hadw.verl.anchor_store import checkpoint_files, legacy_snapshots
@@ -18,20 +21,31 @@ from verl_hadw.verl.config.run_options import read_call
 from verl_hadw.verl.process_state import PROCESS, stateless_step, trainer_run, trainer_step
 from verl_hadw.verl.verl_terms import VERL
 
-__all__ = ["compute_hadw_outcome_advantage", "compute_dgpo_outcome_advantage"]
-
 
 def _register(name: str):
-    """``register_adv_est`` that tolerates re-importing this module (same qualified name)."""
+    """verl's ``register_adv_est``, which raises ``ValueError`` when ``name`` already holds another function. A
+    re-import of this module (``importlib.reload``, a test dropping it from ``sys.modules``) defines new functions of
+    the same qualified name: then the name keeps the first import's (same code, same ``PROCESS``) and nothing is
+    written. Read through verl's public ``get_adv_estimator_fn``; any other holder of the name meets verl's rule."""
 
     def decorator(fn):
-        old = ADV_ESTIMATOR_REGISTRY.get(name)
-        if old is not None and (old.__module__, old.__qualname__) == (fn.__module__, fn.__qualname__):
-            ADV_ESTIMATOR_REGISTRY[name] = fn
-            return fn
-        return register_adv_est(name)(fn)
+        try:
+            held = get_adv_estimator_fn(name)
+        except ValueError:  # the name is free
+            return register_adv_est(name)(fn)
+        if (held.__module__, held.__qualname__) != (fn.__module__, fn.__qualname__):
+            register_adv_est(name)(fn)  # someone else's estimator: verl raises, naming both
+        return fn
 
     return decorator
+
+
+def _agrees(parameter: str, given, option: str, configured) -> None:
+    """``epsilon`` / ``norm_adv_by_std_in_grpo``, taken as verl's own estimators take them: None reads the config,
+    which governs (the anchor file records it); a value that differs from it is refused."""
+    if given is not None and given != configured:
+        raise ConfigError(f"the estimator was called with {parameter}={given!r} but the config has {option}="
+                          f"{configured!r}: set it in the config (verl's compute_advantage passes only the config)")
 
 
 def _broadcast(values: torch.Tensor, b: Batch, response_mask: torch.Tensor) -> torch.Tensor:
@@ -46,27 +60,44 @@ def _broadcast(values: torch.Tensor, b: Batch, response_mask: torch.Tensor) -> t
 def compute_hadw_outcome_advantage(
     token_level_rewards: torch.Tensor,
     response_mask: torch.Tensor,
-    index: np.ndarray = None,
-    config: Any = None,
+    index: np.ndarray,
+    epsilon: Optional[float] = None,
+    norm_adv_by_std_in_grpo: Optional[bool] = None,
+    config: Optional[AlgoConfig] = None,
     **kwargs,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """
-    Compute the HA-DW advantage: a GRPO (or DGPO) group advantage times a difficulty weight Φ from a cross-step
+    Compute advantage for HA-DW: a GRPO (or DGPO) group advantage times a difficulty weight Φ from a cross-step
     anchor of the model's accuracy (Eqs. 7-17). The anchor is updated once per training step.
 
     Args:
-        token_level_rewards: `(torch.Tensor)` shape is (bs, response_length)
-        response_mask: `(torch.Tensor)` shape is (bs, response_length); all-zero rows are padding (advantage 0)
-        index: `(np.ndarray)` shape is (bs,), the group (uid) of each response
-        config: `(DictConfig)` verl's ``algorithm`` node; options under ``algorithm.hadw`` (``HadwConfig``)
+        token_level_rewards: `(torch.Tensor)`
+            shape is (bs, response_length)
+        response_mask: `(torch.Tensor)`
+            shape is (bs, response_length); all-zero rows are padding (advantage 0)
+        index: `(np.ndarray)`
+            index array for grouping (each response's uid)
+        epsilon: `(Optional[float])`
+            added to the std (base dgpo: the MAD); None: algorithm.hadw.epsilon (algorithm.dgpo.epsilon), the only
+            value accepted
+        norm_adv_by_std_in_grpo: `(Optional[bool])`
+            None: algorithm.norm_adv_by_std_in_grpo, the only value accepted
+        config: `(Optional[AlgoConfig])`
+            algorithm configuration object; the options under ``algorithm.hadw`` (``HadwConfig``)
+        kwargs: what else verl's ``compute_advantage`` passes (``reward_baselines``): unused
 
     Returns:
-        advantages: `(torch.Tensor)` shape is (bs, response_length)
-        Returns: `(torch.Tensor)` shape is (bs, response_length), equal to the advantages
+        advantages: `(torch.Tensor)`
+            shape is (bs, response_length)
+        Returns: `(torch.Tensor)`
+            shape is (bs, response_length)
     """
     call_config = read_call(config)
     run = call_config.run
     cfg = run.hadw
+    section = "dgpo" if cfg.base == "dgpo" else "hadw"  # whose epsilon the base advantage adds
+    _agrees("epsilon", epsilon, f"algorithm.{section}.epsilon", getattr(run, section).epsilon)
+    _agrees("norm_adv_by_std_in_grpo", norm_adv_by_std_in_grpo, "algorithm.norm_adv_by_std_in_grpo", run.norm_by_std)
     metrics.enable(cfg.log_metrics)
     with torch.no_grad():
         step, fit = trainer_step(), trainer_run()
@@ -99,27 +130,42 @@ def compute_hadw_outcome_advantage(
 def compute_dgpo_outcome_advantage(
     token_level_rewards: torch.Tensor,
     response_mask: torch.Tensor,
-    index: np.ndarray = None,
-    config: Any = None,
+    index: np.ndarray,
+    epsilon: Optional[float] = None,
+    norm_adv_by_std_in_grpo: Optional[bool] = None,
+    config: Optional[AlgoConfig] = None,
     **kwargs,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """
-    Compute the DGPO advantage: MAD-normalised group advantages (Eqs. 4-5), difficulty-aware question weights
+    Compute advantage for DGPO: MAD-normalised group advantages (Eqs. 4-5), difficulty-aware question weights
     (Eq. 6) and valid-token averaging folded in (Eq. 3; exact for verl's ``token-mean`` loss when one step's batch is
     one mini-batch, otherwise in expectation).
 
     Args:
-        token_level_rewards: `(torch.Tensor)` shape is (bs, response_length)
-        response_mask: `(torch.Tensor)` shape is (bs, response_length); all-zero rows are padding (advantage 0)
-        index: `(np.ndarray)` shape is (bs,), the group (uid) of each response
-        config: `(DictConfig)` verl's ``algorithm`` node; options under ``algorithm.dgpo`` (``DgpoConfig``)
+        token_level_rewards: `(torch.Tensor)`
+            shape is (bs, response_length)
+        response_mask: `(torch.Tensor)`
+            shape is (bs, response_length); all-zero rows are padding (advantage 0)
+        index: `(np.ndarray)`
+            index array for grouping (each response's uid)
+        epsilon: `(Optional[float])`
+            added to the MAD (or std); None: algorithm.dgpo.epsilon, the only value accepted
+        norm_adv_by_std_in_grpo: `(Optional[bool])`
+            None: algorithm.norm_adv_by_std_in_grpo, the only value accepted
+        config: `(Optional[AlgoConfig])`
+            algorithm configuration object; the options under ``algorithm.dgpo`` (``DgpoConfig``)
+        kwargs: what else verl's ``compute_advantage`` passes (``reward_baselines``): unused
 
     Returns:
-        advantages: `(torch.Tensor)` shape is (bs, response_length)
-        Returns: `(torch.Tensor)` shape is (bs, response_length), equal to the advantages
+        advantages: `(torch.Tensor)`
+            shape is (bs, response_length)
+        Returns: `(torch.Tensor)`
+            shape is (bs, response_length)
     """
     call_config = read_call(config)
     run = call_config.run
+    _agrees("epsilon", epsilon, "algorithm.dgpo.epsilon", run.dgpo.epsilon)
+    _agrees("norm_adv_by_std_in_grpo", norm_adv_by_std_in_grpo, "algorithm.norm_adv_by_std_in_grpo", run.norm_by_std)
     metrics.enable(run.hadw.log_metrics)  # the one switch of both estimators
     checkpoint_files.check_resumed_estimator(call_config)
     with torch.no_grad():

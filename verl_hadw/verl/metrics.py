@@ -17,8 +17,7 @@ def pop(step: int) -> dict[str, float]:
 
 
 def enable(log_metrics: bool) -> bool:
-    """Install the hook once unless switched off; returns whether it is installed. ``log_metrics=false`` (the
-    run's ``algorithm.hadw.log_metrics``) removes it for the rest of the process."""
+    """Install the hook once (returns whether it is); ``log_metrics=false`` removes it for the rest of the process."""
     if not log_metrics:
         PROCESS.metrics_opted_out = True
         uninstall_tracking_hook()

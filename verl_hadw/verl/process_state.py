@@ -27,8 +27,7 @@ class ProcessState:
     applied_patches: set[str] = field(default_factory=set)
 
     def reset(self) -> None:
-        """Start afresh, as a new process would (tests, notebooks), and unset verl's ``SkipManager.step``.
-        Applied patches and the Tracking.log hook stay."""
+        """Start afresh as a new process (tests, notebooks); applied patches and the Tracking.log hook stay."""
         self.__init__(applied_patches=self.applied_patches)
         skip = sys.modules.get("verl.utils.skip.skip_manager")
         if skip is not None:
@@ -44,8 +43,7 @@ def reset() -> None:
 
 
 def trainer_step() -> int | None:
-    """verl's current global step (``SkipManager.step``, set by both trainers before a step's advantages), or None
-    outside a trainer."""
+    """verl's current global step (``SkipManager.step``, set before a step's advantages), or None outside a trainer."""
     try:
         from verl.utils.skip.skip_manager import SkipManager
     except ImportError:  # pragma: no cover - older verl
@@ -65,8 +63,7 @@ def trainer_run() -> object | None:
 
 
 def stateless_step() -> int:
-    """The step of an estimator without an anchor (dgpo files its metrics under it): the trainer's step, or the
-    previous such step + 1 outside a trainer."""
+    """The step dgpo files its metrics under: the trainer's, or the previous such step + 1 outside a trainer."""
     step = trainer_step()
     PROCESS.last_stateless_step = step if step is not None else PROCESS.last_stateless_step + 1
     return PROCESS.last_stateless_step

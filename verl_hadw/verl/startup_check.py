@@ -1,7 +1,6 @@
 """The start-up check of a verl config (``validated_options``), and ``StartupCheck``, the Hydra job callback that
-runs it in ``main_ppo``'s process before Ray starts (``hydra.callbacks.verl_hadw._target_`` names it in every
-shipped YAML). The checkpoint callback runs the same check in verl's driver.
-"""
+runs it in ``main_ppo``'s process before Ray starts (every shipped YAML names it); the checkpoint callback runs the
+same check in verl's driver."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""Which verl is installed, whether the plugin supports it (``VERL_RANGE``), and what that version offers.
-
-0.9.1 and later 0.9.x have verl's checkpoint hook (``HadwCheckpointCallback``); 0.9.0 has not (the anchor is saved by
-per-step snapshots; docs/using-with-verl.md); any other verl is refused (``UnsupportedVerlError``). Pure Python and
-no verl import (``import verl`` loads its plugins), so ``verl-hadw doctor`` works whatever verl is installed.
+"""Which verl is installed, whether the plugin supports it (``VERL_RANGE``), and what that version offers: 0.9.1 and
+later 0.9.x have verl's checkpoint hook, 0.9.0 has not (per-step snapshots save the anchor). Pure Python and no verl
+import (``import verl`` loads its plugins), so ``verl-hadw doctor`` works whatever verl is installed.
 """
 
 from __future__ import annotations
@@ -14,77 +12,71 @@ from importlib import metadata
 
 from verl_hadw import VERL_RANGE
 
-__all__ = [
-    "VERL_RANGE", "installed_verl", "is_supported", "has_checkpoint_callback", "unsupported_message", "check",
-    "support_summary", "UnsupportedVerlError",
-]
-
 logger = logging.getLogger(__name__)
-
-
-class UnsupportedVerlError(ImportError):
-    """The installed verl is outside ``VERL_RANGE``; the message names the installed version and the range. An
-    ``ImportError``: importing verl's adapter (``verl_hadw.verl``) raises it."""
 
 #: verl's checkpoint hook (``trainer.checkpoint_callback_class``), new in verl 0.9.1 (PR #7513)
 CALLBACK_MODULE = "verl.trainer.ppo.checkpoint_callback"
 CALLBACK_SINCE = "0.9.1"
 
 
-def installed_verl() -> str | None:
-    """verl's version string, as ``verl.__version__`` gives it, without importing verl (None: not installed)."""
+class UnsupportedVerlError(ImportError):
+    """The installed verl is outside ``VERL_RANGE`` (raised on importing ``verl_hadw.verl``)."""
+
+
+def _verl_folders() -> list[str]:
+    """The installed verl package's folders, found without importing it."""
     try:
         spec = importlib.util.find_spec("verl")
     except (ImportError, ValueError):
-        spec = None
-    if spec is None:
-        return None
-    for folder in spec.submodule_search_locations or ():  # the file verl reads its own __version__ from
-        path = os.path.join(folder, "version", "version")
+        return []
+    return list(spec.submodule_search_locations or ()) if spec is not None else []
+
+
+def installed_verl() -> str | None:
+    """verl's version string, as ``verl.__version__`` gives it, without importing verl (None: not installed)."""
+    for folder in _verl_folders():
+        path = os.path.join(folder, "version", "version")  # verl's own version file (checked on verl 0.9.0, 0.9.1)
         if os.path.isfile(path):
             with open(path) as f:
                 return f.read().strip()
     try:
-        return metadata.version("verl")
+        return metadata.version("verl") if _verl_folders() else None
     except metadata.PackageNotFoundError:
         return None
 
 
-def is_supported(version: str | None) -> bool:
-    """Whether ``version`` lies in ``VERL_RANGE`` (a pre-release or local build of a supported release counts)."""
-    from packaging.specifiers import SpecifierSet
+def _version(version: str | None):
+    """``version``'s release (a pre-release or local build counts as its release); None if unreadable."""
     from packaging.version import InvalidVersion, Version
 
-    if version is None:
-        return False
     try:
-        parsed = Version(version)
+        return Version(Version(version).base_version) if version is not None else None
     except InvalidVersion:
-        return False
-    return SpecifierSet(VERL_RANGE).contains(Version(parsed.base_version))
+        return None
+
+
+def is_supported(version: str | None) -> bool:
+    """Whether ``version`` lies in ``VERL_RANGE``."""
+    from packaging.specifiers import SpecifierSet
+
+    parsed = _version(version)
+    return parsed is not None and SpecifierSet(VERL_RANGE).contains(parsed)
 
 
 def has_checkpoint_callback() -> bool:
-    """Whether the installed verl has the checkpoint hook (``trainer.checkpoint_callback_class``; verl >= 0.9.1).
-
-    Told by the module's presence, not the version number, so a build between releases is read as it is. Looked up
-    as a file in verl's package folders: ``find_spec`` of a submodule would import ``verl.trainer.ppo``, hence verl
-    and torch (~5 core-seconds; ``verl-hadw doctor`` needs none of it)."""
-    try:
-        spec = importlib.util.find_spec("verl")
-    except (ImportError, ValueError):
-        return False
+    """Whether the installed verl has the checkpoint hook, told by the module's file (not the version number, so a
+    build between releases reads as it is; ``find_spec`` of a submodule would import verl and torch)."""
     relative = os.path.join(*CALLBACK_MODULE.split(".")[1:])
-    return spec is not None and any(
-        os.path.isfile(os.path.join(folder, relative + ".py"))
-        or os.path.isfile(os.path.join(folder, relative, "__init__.py"))
-        for folder in spec.submodule_search_locations or ()
-    )
+    return any(os.path.isfile(os.path.join(folder, relative + ".py"))
+               or os.path.isfile(os.path.join(folder, relative, "__init__.py")) for folder in _verl_folders())
 
 
 def unsupported_message(version: str | None) -> str:
-    why = ""
-    if version is not None and is_older(version):
+    from packaging.specifiers import SpecifierSet
+
+    parsed, why = _version(version), ""
+    if parsed is not None and all(parsed < _version(s.version) for s in SpecifierSet(VERL_RANGE)
+                                  if s.operator.startswith(">")):
         why = (" (verl before 0.9.0 has no verl.plugins entry-point loading, no v1 trainer and no SkipManager, which "
                "the plugin is built on)")
     elif version is not None:
@@ -96,27 +88,12 @@ def unsupported_message(version: str | None) -> str:
     )
 
 
-def is_older(version: str) -> bool:
-    from packaging.specifiers import SpecifierSet
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        lowest = min(Version(s.version) for s in SpecifierSet(VERL_RANGE) if s.operator.startswith(">"))
-        return Version(Version(version).base_version) < lowest
-    except (InvalidVersion, ValueError):
-        return False
-
-
 _REFUSED: set[str] = set()
 
 
 def check() -> str:
-    """The installed verl's version, or ``UnsupportedVerlError`` when it is outside ``VERL_RANGE``.
-
-    The refusal is also logged once per process: verl 0.9.x loads ``verl.plugins`` entry points in every process
-    and swallows their errors (logged at DEBUG), so a verl that loads the entry point would otherwise show nothing
-    until the first advantage fails to find ``hadw``.
-    """
+    """The installed verl's version, or ``UnsupportedVerlError`` outside ``VERL_RANGE``, also logged once per process
+    (verl 0.9.x swallows its plugins' import errors: without the log nothing shows until ``hadw`` is not found)."""
     version = installed_verl()
     if is_supported(version):
         return version

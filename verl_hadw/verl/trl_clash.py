@@ -1,8 +1,6 @@
-"""Can verl 0.9 train beside the installed TRL? (Both in one environment: the ``[trl]`` extra beside verl.)
-
-verl 0.9's FSDP workers import TRL's ``AutoModelForCausalLMWithValueHead`` whenever TRL is installed; TRL 1.x
-removed it, so there every verl actor fails at start-up (docs/trl.md). ``verl_hadw.cpu`` works around it for CPU
-runs (``cpu/patches.py``), ``verl-hadw doctor`` warns elsewhere. Nothing is imported until a function is called.
+"""Can verl 0.9 train beside the installed TRL? verl 0.9's FSDP workers import TRL's
+``AutoModelForCausalLMWithValueHead`` whenever TRL is installed; TRL 1.x removed it, so there every verl actor fails
+at start-up (docs/trl.md). ``verl_hadw.cpu`` works around it for CPU runs, ``verl-hadw doctor`` warns elsewhere.
 """
 
 from __future__ import annotations
@@ -10,12 +8,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import warnings
-
-CLASH = (
-    "TRL {version} is installed beside verl: verl 0.9's FSDP workers import TRL's "
-    "AutoModelForCausalLMWithValueHead, which TRL 1.x removed, so verl training fails at start-up in this "
-    "environment (verl_hadw.cpu's CPU runs work around it). Keep the [trl] extra out of verl training environments."
-)
+from importlib.metadata import PackageNotFoundError, version
 
 
 def trl_has_value_head() -> bool:
@@ -38,10 +31,11 @@ def trl_has_value_head() -> bool:
 
 def verl_trl_clash() -> str | None:
     """The warning text when the installed TRL breaks verl 0.9's workers; None when it does not (or is absent)."""
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         trl_version = version("trl")
     except PackageNotFoundError:
         return None
-    return None if trl_has_value_head() else CLASH.format(version=trl_version)
+    return None if trl_has_value_head() else (
+        f"TRL {trl_version} is installed beside verl: verl 0.9's FSDP workers import TRL's "
+        "AutoModelForCausalLMWithValueHead, which TRL 1.x removed, so verl training fails at start-up in this "
+        "environment (verl_hadw.cpu's CPU runs work around it). Keep the [trl] extra out of verl training environments.")

@@ -17,16 +17,10 @@ def step_of(folder: str, prefix: str = "global_step_") -> int:
 def earlier_valid_checkpoint(folder: str, step: int | None = None, prefix: str = "global_step_",
                              needs: str | None = "actor", accepts: Callable[[dict], bool] | None = None,
                              whole: Callable[[str, int], bool] | None = None) -> str | None:
-    """The newest ``<prefix>K`` beside ``folder`` with K < N (``step``, else ``folder``'s) whose anchor file is valid.
-
-    Args:
-        needs: what the trainer resumes from inside it (verl's ``actor/``; None: nothing).
-        accepts: what the checked payload must satisfy (default: it holds an anchor).
-        whole: ``whole(candidate, K)``, whether the framework's files are whole (None: not asked).
-
-    Returns:
-        The folder, or None.
-    """
+    """The newest ``<prefix>K`` beside ``folder`` with K < N (``step``, else ``folder``'s) whose anchor file is valid,
+    or None. ``needs``: what the trainer resumes from inside it (verl's ``actor/``; None: nothing); ``accepts``: what
+    the checked payload must satisfy (default: it holds an anchor); ``whole(candidate, K)``: whether the framework's
+    files are whole (None: not asked)."""
     parent = os.path.dirname(os.path.normpath(folder))
     step = step_of(folder) if step is None else step
     try:

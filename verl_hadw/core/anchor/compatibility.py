@@ -29,16 +29,13 @@ REWARD_WEIGHTS = "algorithm.reward_weights"
 REWARD_FUNCS = "algorithm.reward_funcs"
 
 
-def _over_dgpo(options: dict) -> bool:
-    return options.get(HADW + "base") == "dgpo"
+def _is(key: str, value) -> Callable[[dict], bool]:
+    """A ``Rule.used``: whether a run's option ``key`` is ``value``."""
+    return lambda options: options.get(key) == value
 
 
-def _by_accuracy(options: dict) -> bool:
-    return options.get(HADW + "difficulty_from") == "accuracy"
-
-
-def _over_grpo(options: dict) -> bool:
-    return options.get(HADW + "base") == "grpo"
+_over_dgpo, _over_grpo = _is(HADW + "base", "dgpo"), _is(HADW + "base", "grpo")
+_by_accuracy = _is(HADW + "difficulty_from", "accuracy")
 
 
 def _question_weights(options: dict) -> bool:
@@ -48,10 +45,6 @@ def _question_weights(options: dict) -> bool:
 def _reads_accuracy(options: dict) -> bool:  # y_t and p̂, or DGPO's question weights
     dqw = options.get(DGPO + "dqw") is True
     return _by_accuracy(options) or (dqw and (_over_dgpo(options) or options.get(ADV_ESTIMATOR) == "dgpo"))
-
-
-def _std_read(options: dict) -> bool:  # the base divides by a group std
-    return _over_grpo(options) or (_over_dgpo(options) and options.get(DGPO + "dgae") is False)
 
 
 # meaning: the option changes what the saved anchor's numbers measure, or the method being trained: refused, since
@@ -69,57 +62,57 @@ class Rule:
 RULES: dict[str, Rule] = {
     ADV_ESTIMATOR: Rule(MEANING, "the method (hadw, dgpo, ...): a switch would drop a saved HA-DW anchor, or start "
                         "HA-DW mid-run from a checkpoint that has none"),
-    HADW + "lambda_scale": Rule(MEANING, "λ_scale of Eq. 16 scales every weight Φ: another objective"),
+    HADW + "lambda_scale": Rule(MEANING, "scales every difficulty weight: another objective"),
     HADW + "state_key": Rule(TUNING, "a name: the saved anchor is restored under the new one"),
     HADW + "success_threshold": Rule(
-        MEANING, "what counts as a success: the units of y_t, p̂ and the saved anchor", _by_accuracy,
+        MEANING, "what counts as a success: what the accuracies and the saved anchor measure", _by_accuracy,
         "hadw.difficulty_from=accuracy"),
     HADW + "base": Rule(MEANING, "the base advantage (GRPO or DGPO): another method"),
-    HADW + "difficulty_from": Rule(MEANING, "accuracy vs mean reward: the units of y_t, p̂ and the saved anchor"),
-    HADW + "normalize_phi": Rule(MEANING, "rescales Φ to mean 1: another objective"),
+    HADW + "difficulty_from": Rule(MEANING, "accuracy vs mean reward: what the difficulties and the saved anchor "
+                                   "measure"),
+    HADW + "normalize_phi": Rule(MEANING, "rescales the difficulty weights to mean 1: another objective"),
     HADW + "allow_missing_state": Rule(TUNING, "what a resume does without an anchor file; not the anchor"),
     HADW + "log_metrics": Rule(TUNING, "logging only"),
     HADW + "epsilon": Rule(TUNING, "a numerical guard in the GRPO std", _over_grpo, "hadw.base=grpo"),
     ANCHOR + "mode": Rule(MEANING, "Kalman, moving average or fixed: what the anchor is, another method"),
-    ANCHOR + "eta": Rule(TUNING, "how fast the anchor follows y_t (the freeze warning advises raising it)"),
-    ANCHOR + "window": Rule(TUNING, "how many past values σ_t / the average read; the history is kept"),
-    ANCHOR + "sigma_source": Rule(TUNING, "what σ_t measures, hence η_t: how fast the anchor follows y_t"),
-    ANCHOR + "sigma_warmup": Rule(TUNING, "σ_t of the first two updates; a resumed anchor is past them"),
-    ANCHOR + "eta_min": Rule(TUNING, "the floor of η_t: how fast the anchor follows y_t"),
-    ANCHOR + "init": Rule(TUNING, "C⁻ of step 1: a resumed anchor never reads it"),
+    ANCHOR + "eta": Rule(TUNING, "how fast the anchor follows accuracy (the freeze warning advises raising it)"),
+    ANCHOR + "window": Rule(TUNING, "how many past values the spread or average reads; the history is kept"),
+    ANCHOR + "sigma_source": Rule(TUNING, "what the spread is taken over, hence how fast the anchor follows accuracy"),
+    ANCHOR + "sigma_warmup": Rule(TUNING, "the spread of the first two updates; a resumed anchor is past them"),
+    ANCHOR + "eta_min": Rule(TUNING, "the anchor's slowest speed towards accuracy"),
+    ANCHOR + "init": Rule(TUNING, "the starting anchor: a resumed anchor never reads it"),
     ANCHOR + "include_current": Rule(
-        MEANING, "paper vs released-code anchor in Eq. 13: another method",
+        MEANING, "the paper's anchor vs the released code's, which difficulty is measured against: another method",
         lambda o: o.get(ANCHOR + "mode") == "moving_average", "anchor.mode=moving_average"),
     ANCHOR + "fixed_value": Rule(
         MEANING, "the fixed anchor itself", lambda o: o.get(ANCHOR + "mode") == "fixed", "anchor.mode=fixed"),
-    DGPO + "dgae": Rule(MEANING, "MAD vs std normalisation of the base advantage: another method", _over_dgpo,
-                        "hadw.base=dgpo"),
+    DGPO + "dgae": Rule(MEANING, "mean absolute deviation vs standard deviation in the base advantage: another "
+                        "method", _over_dgpo, "hadw.base=dgpo"),
     DGPO + "dqw": Rule(MEANING, "question weights on or off: another method", _over_dgpo, "hadw.base=dgpo"),
-    DGPO + "temperature": Rule(MEANING, "T of Eq. 6 sets the question weights: another objective",
+    DGPO + "temperature": Rule(MEANING, "how sharply the question weights favour hard questions: another objective",
                                _question_weights, "hadw.base=dgpo, dgpo.dqw=true"),
     DGPO + "valid_token_norm": Rule(MEANING, "rescales every advantage: another objective", _over_dgpo,
                                     "hadw.base=dgpo"),
-    DGPO + "success_threshold": Rule(MEANING, "what DQW counts as a success: the question weights",
+    DGPO + "success_threshold": Rule(MEANING, "what counts as a success for the question weights",
                                      _question_weights, "hadw.base=dgpo, dgpo.dqw=true"),
     DGPO + "epsilon": Rule(TUNING, "a numerical guard in the MAD / std", _over_dgpo, "hadw.base=dgpo"),
-    NORM_BY_STD: Rule(MEANING, "GRPO vs Dr.GRPO (no std) base advantage: another method", _std_read,
+    NORM_BY_STD: Rule(MEANING, "GRPO vs Dr.GRPO (no std) base advantage: another method",
+                      lambda o: _over_grpo(o) or (_over_dgpo(o) and o.get(DGPO + "dgae") is False),
                       "the base divides by a std"),
-    ACCURACY_INDEX: Rule(MEANING, "which reward function is the accuracy (TRL, ms-swift; verl: null): the units of "
-                         "y_t, p̂, the saved anchor and DGPO's question weights", _reads_accuracy,
+    ACCURACY_INDEX: Rule(MEANING, "which reward function is the accuracy (TRL, ms-swift, Axolotl; verl: null): what "
+                         "the accuracies, the saved anchor and DGPO's question weights measure", _reads_accuracy,
                          "hadw.difficulty_from=accuracy, or DGPO's question weights"),
-    REWARD_WEIGHTS: Rule(MEANING, "the weights of the combined reward (TRL, ms-swift; verl: null): the advantage "
-                         "the policy is optimised with, and the accuracy when none is named"),
-    REWARD_FUNCS: Rule(MEANING, "the reward functions' names in order (TRL, ms-swift; verl: null): which function the "
-                       "accuracy index and each weight name, so y_t is read from the same function after a resume"),
+    REWARD_WEIGHTS: Rule(MEANING, "the weights of the combined reward (TRL, ms-swift, Axolotl; verl: null): the "
+                         "advantage the policy is optimised with, and the accuracy when none is named"),
+    REWARD_FUNCS: Rule(MEANING, "the reward functions' names in order (TRL, ms-swift, Axolotl; verl: null): which "
+                       "function the accuracy index and each weight name, so the accuracy is read from the same "
+                       "function after a resume"),
 }
-# keys a file of an earlier release lacks and a run without them (verl: null) has nothing to compare
-_ADAPTER_KEYS = (ACCURACY_INDEX, REWARD_WEIGHTS, REWARD_FUNCS)
 
 
 def declared_options() -> list[str]:
     """Every option that reaches HA-DW or DGPO, as flat keys (``algorithm.hadw.*``, ``algorithm.dgpo.*``, ...)."""
-    options = [ALGORITHM_PREFIX + path for path, f in declarations().items() if f.metadata["kind"] != "section"]
-    return [ADV_ESTIMATOR, *options, NORM_BY_STD, *_ADAPTER_KEYS]
+    return list(flat_options(HadwConfig(), DgpoConfig(), True, None))
 
 
 def flat_options(hadw: HadwConfig, dgpo: DgpoConfig, norm_by_std: bool, estimator: str | None,
@@ -138,29 +131,26 @@ def flat_options(hadw: HadwConfig, dgpo: DgpoConfig, norm_by_std: bool, estimato
     return out
 
 
+def _changes(saved: dict, now: dict) -> list[tuple[str, Rule, bool]]:
+    """(key, rule, whether either run uses it) of each option a resume from ``saved`` to ``now`` changes."""
+    return [(key, rule, rule.used(saved) or rule.used(now)) for key, rule in RULES.items()
+            if saved.get(key) != now.get(key)]
+
+
 def refuses(saved: dict, now: dict) -> bool:
     """Whether ``check_resume`` refuses a resume from the options ``saved`` to ``now`` (flat keys)."""
-    return any(rule.kind == MEANING and key in saved and saved[key] != now.get(key) and (rule.used(saved) or
-               rule.used(now)) for key, rule in RULES.items())
+    return any(rule.kind == MEANING and used for _, rule, used in _changes(saved, now))
 
 
-def check_resume(saved: dict, recorded_all: bool, now: dict, path: str, terms: Terms, other_keys=(),
+def check_resume(saved: dict, now: dict, path: str, terms: Terms, other_keys=(),
                  earlier: Callable[[], str | None] | None = None) -> None:
-    """Apply the rules to a resume from ``path``: raise ``ResumeConflictError`` for a changed meaning; log one warning
-    for changed tuning, unknown keys and unrecorded options; a ``UserWarning`` for another ``state_key``.
-
-    Args:
-        saved, now: the file's and this run's options, as flat keys (``flat_options``).
-        recorded_all: the file records every option (schema 2); False for schema 1 (the anchor options only).
-        other_keys: top-level keys of the file this version does not write (a newer version's).
-        earlier: on a refusal, the newest earlier checkpoint this run can continue (None: none).
-    """
+    """Apply the rules to a resume from ``path`` (``saved``, ``now``: the file's and this run's flat options): raise
+    ``ResumeConflictError`` for a changed meaning, naming ``earlier()``, the newest earlier checkpoint this run can
+    continue (None: none); log one warning for changed tuning and unknown keys (``other_keys``: top-level keys this
+    version does not write, a newer version's); a ``UserWarning`` for another ``state_key``."""
     refused, changed = [], []
-    for key, rule in RULES.items():
-        if key not in saved or saved[key] == now.get(key):
-            continue
+    for key, rule, used in _changes(saved, now):
         change = f"{terms.flat(key)}: {saved[key]!r} -> {now.get(key)!r}"
-        used = rule.used(saved) or rule.used(now)
         if rule.kind == MEANING and used:
             refused.append((key, change, rule))
         else:
@@ -176,7 +166,7 @@ def check_resume(saved: dict, recorded_all: bool, now: dict, path: str, terms: T
             f"purpose, keep the weights with a fresh anchor: move {path} away and {terms.allow_missing_state}; or "
             f"train it as a new experiment ({terms.new_experiment})."
         )
-    if STATE_KEY in saved and saved[STATE_KEY] != now.get(STATE_KEY):
+    if saved[STATE_KEY] != now.get(STATE_KEY):
         message = (
             f"HA-DW: {path} was saved by the run whose {terms.flat(STATE_KEY)} is {saved[STATE_KEY]!r}, not this "
             f"run's {now.get(STATE_KEY)!r}: its anchor (and the checkpoint's weights) continue under the new key. If "
@@ -190,12 +180,6 @@ def check_resume(saved: dict, recorded_all: bool, now: dict, path: str, terms: T
     unknown = sorted(saved.keys() - RULES.keys()) + [f"(top level) {k}" for k in other_keys]
     if unknown:
         notes.append(f"ignoring key(s) this verl-hadw does not know ({', '.join(unknown)}): a newer version's?")
-    # an earlier release recorded no reward columns: nothing to compare for a run without them (verl's one score)
-    unrecorded = sorted(k for k in RULES if k not in saved and not (k in _ADAPTER_KEYS and now.get(k) is None))
-    if unrecorded:
-        why = "an older verl-hadw recorded only the anchor options" if not recorded_all else "not recorded"
-        named = ", ".join(terms.flat(k) for k in unrecorded)
-        notes.append(f"cannot check {len(unrecorded)} option(s) the file lacks ({why}): {named}")
     if notes:
         logger.warning(f"HA-DW anchor {path}: " + "; ".join(notes))
 

@@ -1,6 +1,6 @@
 """The anchor file ``{"global_step": N, "state_key": ..., "options": {...}, "state": AnchorState.to_dict()}``: its
 checked read (everything a hand edit, a foreign writer or an interrupted save can get wrong, and the step) and its
-atomic write. Schema 1 files lack ``options``.
+atomic write.
 """
 
 from __future__ import annotations
@@ -8,12 +8,14 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import errno
+import glob
 import json
 import math
 import os
 import stat
 
-from verl_hadw.core.anchor.machine import READABLE_SCHEMAS, AnchorState
+from verl_hadw.core.anchor.compatibility import declared_options
+from verl_hadw.core.anchor.machine import SCHEMA_VERSION, AnchorState
 from verl_hadw.core.errors import AnchorSaveError
 from verl_hadw.core.terms import Terms
 
@@ -48,43 +50,33 @@ def _is_num(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def _field_problems(state: dict, units: str) -> list[str]:
-    """What is out of type or range in a saved ``AnchorState.to_dict()``; ``units``: ``accuracy`` (values in [0, 1]),
-    or ``reward`` (mean rewards: any finite number)."""
-    in_range, one, many = (
-        (lambda v: _is_num(v) and 0.0 <= v <= 1.0, "a number in [0, 1]", "numbers in [0, 1]") if units == "accuracy"
-        else (_is_num, "a finite number", "finite numbers")
-    )
-    bad = []
-    open_step, count = state["open_step"], state["count"]
-    if open_step is not None and not _is_int(open_step, 1):
-        bad.append(f"open_step={open_step!r} (expected null or an integer >= 1)")
-    if not _is_int(count, 1 if open_step is not None else 0):
-        bad.append(f"count={count!r} (expected an integer >= {1 if open_step is not None else 0})")
-    correct = state["correct"]
-    if units == "reward" and not _is_num(correct):
-        bad.append(f"correct={correct!r} (expected a finite number: the open step's sum of rewards)")
-    if units == "accuracy" and not (_is_num(correct) and 0 <= correct <= (count if _is_int(count, 0) else math.inf)):
-        bad.append(f"correct={correct!r} (expected a number in [0, count])")
-    prior = state["prior"]
-    if (open_step is None and prior is not None) or (open_step is not None and not in_range(prior)):
-        bad.append(f"prior={prior!r} (expected {one} with an open step, else null)")
-    calls = state["calls"]
-    if not isinstance(calls, list) or not all(_is_int(c, 0) for c in calls) or len(set(calls)) != len(calls):
-        bad.append(f"calls={calls!r} (expected a list of distinct integers >= 0)")
-    for key in ("posteriors", "accuracies"):
-        if not isinstance(state[key], list) or not all(in_range(v) for v in state[key]):
-            bad.append(f"{key}={state[key]!r} (expected a list of {many})")
-    if not bad and len(state["posteriors"]) != len(state["accuracies"]):
-        bad.append("posteriors and accuracies differ in length (they are committed together)")
-    committed_min = len(state["posteriors"]) if isinstance(state["posteriors"], list) else 0
-    if not _is_int(state["committed_steps"], committed_min):
-        bad.append(f"committed_steps={state['committed_steps']!r} (expected an integer >= len(posteriors))")
-    if not isinstance(state["warned_frozen"], bool):
-        bad.append(f"warned_frozen={state['warned_frozen']!r} (expected true or false)")
-    if not isinstance(state["config"], dict):
-        bad.append(f"config={state['config']!r} (expected an object)")
-    return bad
+def _field_problems(s: dict, units: str) -> list[str]:
+    """What is out of type or range in a saved ``AnchorState.to_dict()`` ``s``; ``units``: ``accuracy`` (values in
+    [0, 1]), or ``reward`` (mean rewards: any finite number)."""
+    accuracy, opened, count, correct, calls, past = (units == "accuracy", s["open_step"] is not None, s["count"],
+                                                     s["correct"], s["calls"], s["posteriors"])
+    in_range = (lambda v: _is_num(v) and 0.0 <= v <= 1.0) if accuracy else _is_num
+    one, many = ("a number in [0, 1]", "numbers in [0, 1]") if accuracy else ("a finite number", "finite numbers")
+    lists = {k: isinstance(s[k], list) and all(map(in_range, s[k])) for k in ("posteriors", "accuracies")}
+    checks = [
+        (not opened or _is_int(s["open_step"], 1), f"open_step={s['open_step']!r} (expected null or an integer >= 1)"),
+        (_is_int(count, int(opened)), f"count={count!r} (expected an integer >= {int(opened)})"),
+        (_is_num(correct) and (not accuracy or 0 <= correct <= (count if _is_int(count, 0) else math.inf)),
+         f"correct={correct!r} (expected " + ("a number in [0, count])" if accuracy else
+                                              "a finite number: the open step's sum of rewards)")),
+        (in_range(s["prior"]) if opened else s["prior"] is None,
+         f"prior={s['prior']!r} (expected {one} with an open step, else null)"),
+        (isinstance(calls, list) and all(_is_int(c, 0) for c in calls) and len(set(calls)) == len(calls),
+         f"calls={calls!r} (expected a list of distinct integers >= 0)"),
+        *((ok, f"{k}={s[k]!r} (expected a list of {many})") for k, ok in lists.items()),
+        (not all(lists.values()) or len(past) == len(s["accuracies"]),
+         "posteriors and accuracies differ in length (they are committed together)"),
+        (_is_int(s["committed_steps"], len(past) if isinstance(past, list) else 0),
+         f"committed_steps={s['committed_steps']!r} (expected an integer >= len(posteriors))"),
+        (isinstance(s["warned_frozen"], bool), f"warned_frozen={s['warned_frozen']!r} (expected true or false)"),
+        (isinstance(s["config"], dict), f"config={s['config']!r} (expected an object)"),
+    ]
+    return [problem for ok, problem in checks if not ok]
 
 
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
@@ -106,21 +98,18 @@ def read_bounded(path: str, limit: int | None = None) -> bytes:
         if not stat.S_ISREG(info.st_mode):
             kind = next((name for test, name in _KINDS if test(info.st_mode)), "not a regular file")
             raise ValueError(f"is {kind}, not a regular file: only a regular file is read as an anchor file")
-        chunks, size = [], 0
-        while size <= limit and info.st_size <= limit:  # a file may still grow while it is read: bounded anyway
-            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
-            if not chunk:
+        raw = bytearray()
+        while len(raw) <= limit and info.st_size <= limit:  # a file may still grow while it is read: bounded anyway
+            if not (chunk := os.read(fd, min(1 << 20, limit + 1 - len(raw)))):
                 break
-            chunks.append(chunk)
-            size += len(chunk)
-        raw = b"".join(chunks)
+            raw += chunk
     except OSError as exc:
         raise ValueError(f"cannot be read ({exc.strerror or exc})") from exc
     finally:
         os.close(fd)
     if len(raw) > limit or info.st_size > limit:
         raise ValueError(f"is larger than {limit} bytes, far more than any anchor file holds: it is not one")
-    return raw
+    return bytes(raw)
 
 
 def read_json(raw: bytes):
@@ -145,44 +134,34 @@ def read_state_file(path: str, step: int, terms: Terms | None = None) -> dict:
     saved = read_json(raw)
     if not isinstance(saved, dict):
         raise ValueError(f"holds {_JSON_TYPES.get(type(saved), 'null')} where an object is expected")
-    missing = sorted({"global_step", "state_key", "state"} - saved.keys())
-    state = saved.get("state")
-    options = saved.get("options")
-    if not missing and state is None and isinstance(options, dict) and options.get(_ESTIMATOR) not in (None, "hadw"):
-        # the file of a run under another estimator: its options only
-        if not _is_int(saved["global_step"], 1) or not isinstance(saved["state_key"], str):
-            raise ValueError(
-                f"has invalid fields: global_step={saved['global_step']!r}, state_key={saved['state_key']!r}")
-        if saved["global_step"] != step:
-            raise ValueError(f"belongs to step {saved['global_step']} but {resumer} resumes from step {step}: the file "
-                             "was copied from another checkpoint")
-        return saved
-    if not missing and not isinstance(state, dict):
-        raise ValueError(f"has a 'state' that is not an object ({state!r:.60})")
-    version = state.get("schema_version") if isinstance(state, dict) else None
-    if not missing and version not in READABLE_SCHEMAS:
-        raise ValueError(f"has anchor schema_version {version!r} but this verl-hadw reads version "
-                         f"{' or '.join(map(str, READABLE_SCHEMAS))} (written by another verl-hadw version?)")
-    if isinstance(state, dict):
-        missing += sorted(f"state.{k}" for k in _STATE_FIELDS - state.keys())
-    if version != 1 and "options" not in saved:
-        missing.append("options")
-    if missing:
+    if missing := sorted({"global_step", "state_key", "options", "state"} - saved.keys()):
         raise ValueError(f"lacks the key(s) {', '.join(missing)}")
-    unknown = sorted(state.keys() - _STATE_FIELDS)
-    bad = _field_problems(state, saved_units(saved)) + [f"unknown key state.{k}" for k in unknown]
-    if "options" in saved and not isinstance(saved["options"], dict):
-        bad.append(f"options={saved['options']!r:.60} (expected an object)")
+    state, options, bad = saved["state"], saved["options"], []
+    # the file of a run under another estimator holds its options only
+    anchor = state is not None or not isinstance(options, dict) or options.get(_ESTIMATOR) in (None, "hadw")
+    if anchor:
+        if not isinstance(state, dict):
+            raise ValueError(f"has a 'state' that is not an object ({state!r:.60})")
+        if state.get("schema_version") != SCHEMA_VERSION:
+            raise ValueError(f"has anchor schema_version {state.get('schema_version')!r} but this verl-hadw reads "
+                             f"version {SCHEMA_VERSION} (written by another verl-hadw version?)")
+        if missing := sorted(_STATE_FIELDS - state.keys()):
+            raise ValueError(f"lacks the key(s) {', '.join('state.' + k for k in missing)}")
+        bad = _field_problems(state, saved_units(saved)) + [f"unknown key state.{k}" for k in
+                                                             sorted(state.keys() - _STATE_FIELDS)]
+    if not isinstance(options, dict):
+        bad.append(f"options={options!r:.60} (expected an object)")
+    elif missing := [k for k in declared_options() if k not in options]:
+        bad.append(f"options without {', '.join(missing)} (every file records every option)")
     if not _is_int(saved["global_step"], 1) or not isinstance(saved["state_key"], str):
-        step_key = f"global_step={saved['global_step']!r}, state_key={saved['state_key']!r}"
-        bad.append(f"{step_key} (an integer >= 1, a string)")
+        bad.append(f"global_step={saved['global_step']!r}, state_key={saved['state_key']!r} (an integer >= 1, "
+                   "a string)")
     if bad:
         raise ValueError(f"has invalid fields: {'; '.join(bad)}")
-    if saved["global_step"] != step or state["open_step"] not in (None, step):
-        raise ValueError(
-            f"belongs to step {saved['global_step']} (anchor step {state['open_step']}) but {resumer} resumes from "
-            f"step {step}: the file was copied from another checkpoint"
-        )
+    if saved["global_step"] != step or (anchor and state["open_step"] not in (None, step)):
+        anchor_step = f" (anchor step {state['open_step']})" if anchor else ""
+        raise ValueError(f"belongs to step {saved['global_step']}{anchor_step} but {resumer} resumes from step {step}: "
+                         "the file was copied from another checkpoint")
     return saved
 
 
@@ -193,7 +172,9 @@ def write_state_file(path: str, payload: dict, terms: Terms) -> None:
     tmp = f"{path}.tmp.{os.getpid()}"
     try:
         os.makedirs(checkpoint_dir, exist_ok=True)
-        _remove_dead_temporaries(path)
+        for dead in glob.glob(f"{glob.escape(path)}.tmp.*"):  # the temporary files of a killed save
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(dead)
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump(payload, f)
             f.flush()
@@ -209,15 +190,6 @@ def write_state_file(path: str, payload: dict, terms: Terms) -> None:
             f"resuming from it stops for the missing anchor: fix the cause and {terms.resume_elsewhere}, or "
             f"{terms.allow_missing_state}."
         ) from exc
-
-
-def _remove_dead_temporaries(path: str) -> None:
-    """Remove the temporary files a killed save of ``path`` left (``<file>.tmp.<pid>``)."""
-    folder, prefix = os.path.dirname(path), f"{os.path.basename(path)}.tmp."
-    for name in os.listdir(folder):
-        if name.startswith(prefix):
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(os.path.join(folder, name))
 
 
 def _save_problem(exc: OSError, path: str) -> str:

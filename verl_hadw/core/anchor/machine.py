@@ -13,18 +13,20 @@ from dataclasses import asdict, dataclass, field, replace
 from verl_hadw.core.errors import AnchorStepError
 from verl_hadw.core.options import AnchorConfig
 
-# 2: anchor files also record the run's options (``anchor.compatibility``); the state's fields are those of 1.
-SCHEMA_VERSION = 2
-READABLE_SCHEMAS = (1, 2)
+SCHEMA_VERSION = 1  # the only one read: a file of another schema is refused, naming it
 # Frozen: the anchor's last m values span < FREEZE_ANCHOR_MOVE while the mean of the last m y_t is more than
 # FREEZE_ACCURACY_MOVE away from C_t⁺ (a y_t - y_{t-m} test would miss slow ramps).
 FREEZE_ANCHOR_MOVE = 1e-3
 FREEZE_ACCURACY_MOVE = 0.05
 
 
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values)
+
+
 def population_std(values: list[float]) -> float:
     """sqrt((1/m) Σ (v - v̄)²), the population std of Eq. 10."""
-    mean = sum(values) / len(values)
+    mean = _mean(values)
     return math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
 
 
@@ -64,8 +66,8 @@ class AnchorState:
             raise ValueError(f"an anchor observation needs at least one valid response, got count={count}")
         if self.open_step is not None and step < self.open_step:
             raise AnchorStepError(
-                f"anchor received step {step} after step {self.open_step}; a restarted run must restore the "
-                "anchor from its checkpoint (see HadwCheckpointCallback) instead of starting it again"
+                f"anchor received step {step} after step {self.open_step}: a restarted run must resume from its "
+                "checkpoint, which restores the anchor, instead of starting the anchor again"
             )
         if self.open_step is not None and step > self.open_step:
             self._commit()
@@ -90,7 +92,7 @@ class AnchorState:
         posterior, eta_t, sigma_t = self._posterior(y)
         # the prior Eq. 13 compares p̂ with; ``include_current`` (the released code) folds y_t into it
         current = self.config.mode == "moving_average" and self.config.include_current
-        return AnchorView(step=self.open_step, prior=self._moving_average(y) if current else self.prior,
+        return AnchorView(step=self.open_step, prior=_mean(self._recent(y)) if current else self.prior,
                           posterior=posterior, batch_acc=y, eta_t=eta_t, sigma_t=sigma_t,
                           frozen=self._frozen(posterior, y))
 
@@ -104,24 +106,20 @@ class AnchorState:
         # Paper silent on C_0: "first_batch" uses the first call's accuracy (= y_1 with one call per step).
         return first_y if cfg.init == "first_batch" else float(cfg.init)
 
-    def _window(self, values: list[float]) -> list[float]:
-        return values[-self.config.window :]
-
-    def _moving_average(self, y: float) -> float:
-        """App. F hard update: C_t⁺ = (1/h)(Σ_{j=1}^{h-1} y_{t-j} + y_t)."""
-        window = self._window(self.accuracies + [y])
-        return sum(window) / len(window)
+    def _recent(self, y: float) -> list[float]:
+        """The last h (or m) batch accuracies, y_t the newest."""
+        return (self.accuracies + [y])[-self.config.window :]
 
     def _posterior(self, y: float) -> tuple[float, float, float]:
         """(C_t⁺, η_t, σ_t) for batch accuracy y_t."""
         cfg = self.config
         if cfg.mode == "fixed":
             return cfg.fixed_value, 0.0, 0.0
-        if cfg.mode == "moving_average":
-            window = self._window(self.accuracies + [y])
-            return self._moving_average(y), 1.0 / len(window), population_std(window)
+        if cfg.mode == "moving_average":  # App. F hard update: C_t⁺ = (1/h)(Σ_{j=1}^{h-1} y_{t-j} + y_t)
+            window = self._recent(y)
+            return _mean(window), 1.0 / len(window), population_std(window)
         # Eq. 9-10 over the last m beliefs C_{t-1..t-m} (or the last m batch accuracies, sigma_source=accuracy)
-        past = self._window(self.posteriors if cfg.sigma_source == "anchor" else self.accuracies)
+        past = (self.posteriors if cfg.sigma_source == "anchor" else self.accuracies)[-cfg.window :]
         sigma_t = population_std(past) if len(past) >= 2 else cfg.sigma_warmup
         eta_t = min(max(cfg.eta * sigma_t, cfg.eta_min), 1.0)  # Eq. 11, bounded to [eta_min, 1]
         posterior = (1.0 - eta_t) * self.prior + eta_t * y  # Eq. 8
@@ -132,14 +130,12 @@ class AnchorState:
         if self.config.mode != "kalman" or len(self.posteriors) < m:
             return False
         values = self.posteriors[-m:] + [posterior]
-        anchor_moved = max(values) - min(values)
-        recent = self.accuracies[-(m - 1) :] + [y] if m > 1 else [y]
-        accuracy_gap = abs(sum(recent) / len(recent) - posterior)
-        return anchor_moved < FREEZE_ANCHOR_MOVE and accuracy_gap > FREEZE_ACCURACY_MOVE
+        accuracy_gap = abs(_mean(self._recent(y)) - posterior)
+        return max(values) - min(values) < FREEZE_ANCHOR_MOVE and accuracy_gap > FREEZE_ACCURACY_MOVE
 
     def _commit(self) -> None:
         y = self.correct / self.count
-        posterior, _, _ = self._posterior(y)
+        posterior = self._posterior(y)[0]
         keep = self.config.window + 1  # m for σ_t, one more for the freeze check
         self.posteriors = (self.posteriors + [posterior])[-keep:]
         self.accuracies = (self.accuracies + [y])[-keep:]
@@ -153,7 +149,7 @@ class AnchorState:
         """Rebuild a state; ``config`` (the run's current anchor config) overrides the saved one."""
         data = copy.deepcopy(data)  # the state owns its lists: observing it never changes ``data`` (a store's mirror)
         version = data.pop("schema_version", None)
-        if version not in READABLE_SCHEMAS:
-            raise ValueError(f"unsupported anchor state schema_version {version!r} (readable: {READABLE_SCHEMAS})")
+        if version != SCHEMA_VERSION:
+            raise ValueError(f"unsupported anchor state schema_version {version!r} (readable: {SCHEMA_VERSION})")
         saved = data.pop("config")
         return cls(config=config or AnchorConfig(**saved), **data)

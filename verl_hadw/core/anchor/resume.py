@@ -9,7 +9,7 @@ import logging
 import warnings
 from typing import Callable
 
-from verl_hadw.core.anchor.compatibility import ADV_ESTIMATOR, ANCHOR, STATE_KEY, check_resume, refuses
+from verl_hadw.core.anchor.compatibility import check_resume, refuses
 from verl_hadw.core.anchor.file_format import PAYLOAD_KEYS
 from verl_hadw.core.errors import MissingAnchorStateError
 from verl_hadw.core.options import HadwConfig
@@ -45,21 +45,7 @@ def check_saved_options(saved: dict, options: dict, path: str, terms: Terms,
                         earlier: Callable[[], str | None] | None = None) -> None:
     """Apply the resume rules to the checked payload ``saved`` of ``path`` against this run's flat ``options``:
     ``ResumeConflictError`` for a changed meaning (the estimator included), a warning for changed tuning."""
-    recorded, recorded_all = _recorded(saved)
-    check_resume(recorded, recorded_all, options, path, terms, sorted(saved.keys() - set(PAYLOAD_KEYS)), earlier)
-
-
-def _recorded(saved: dict) -> tuple[dict, bool]:
-    """The options the checked payload ``saved`` records, as flat keys, and whether it records all of them."""
-    state = saved["state"]
-    if state is None or state["schema_version"] != 1:
-        recorded, recorded_all = dict(saved["options"]), True
-    else:  # schema 1 recorded the anchor options and the state key only
-        recorded = {**{ANCHOR + k: v for k, v in state["config"].items()}, STATE_KEY: saved["state_key"]}
-        recorded_all = False
-    if state is not None:  # a file with an anchor was written by HA-DW (older files do not say so)
-        recorded.setdefault(ADV_ESTIMATOR, "hadw")
-    return recorded, recorded_all
+    check_resume(saved["options"], options, path, terms, sorted(saved.keys() - set(PAYLOAD_KEYS)), earlier)
 
 
 def warn_unrecorded_checkpoint(checkpoint: str, terms: Terms) -> str:
@@ -77,4 +63,4 @@ def warn_unrecorded_checkpoint(checkpoint: str, terms: Terms) -> str:
 
 def resumable(saved: dict, options: dict, anchor: bool) -> bool:
     """Whether a run with ``options`` (``anchor``: one with an HA-DW anchor) continues ``saved`` without a refusal."""
-    return (saved["state"] is not None) == anchor and not refuses(_recorded(saved)[0], options)
+    return (saved["state"] is not None) == anchor and not refuses(saved["options"], options)

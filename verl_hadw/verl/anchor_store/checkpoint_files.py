@@ -37,14 +37,14 @@ class CheckpointFiles(Persistence):
         self.restored_step: int | None = None  # N of the global_step_N the anchor came from
         save_freq = trainer_config.get("save_freq", -1) if hasattr(trainer_config, "get") else -1
         # where the anchor is staged before verl's save (the legacy back-end's snapshots); None: verl never saves
-        saves = isinstance(save_freq, int) and save_freq > 0
-        self.staging = legacy_snapshots.from_trainer(trainer_config, options, "verl's v1 trainer") if saves else None
+        self.staging = (legacy_snapshots.from_trainer(trainer_config, options, "verl's v1 trainer")
+                        if isinstance(save_freq, int) and save_freq > 0 else None)
 
     def load(self, cfg: HadwConfig, step: int | None = None) -> dict | None:
         folder = resolve_resume_dir(self.trainer_config)
         self.first_step = 1 if folder is None else step_of(folder) + 1  # verl's first step, restored or not
-        if folder is None:
-            return None  # fresh run: an explicit start
+        if folder is None:  # fresh run: an explicit start
+            return None
         path = os.path.join(folder, STATE_FILE)
         staged = self._staged(folder) if not os.path.lexists(path) else None
         if staged is not None:  # verl's save was cut off after its tracker named this folder, before on_save
@@ -75,8 +75,8 @@ class CheckpointFiles(Persistence):
         self.missing(cfg, f"{message}. Ways out: resume from {where}; or {ALLOW_MISSING_STATE}.", error)
 
     def check_estimator(self) -> None:
-        """Refuse a run without an anchor resumed from a checkpoint trained under another estimator (e.g. HA-DW,
-        whose anchor it would drop): its file goes through the resume rules (none: said for dgpo, not refused)."""
+        """Refuse a run without an anchor resumed from a checkpoint trained under another estimator (HA-DW's anchor
+        would be dropped): its file goes through the resume rules."""
         folder = resolve_resume_dir(self.trainer_config)
         if folder is None:
             return
@@ -90,10 +90,8 @@ class CheckpointFiles(Persistence):
         except ValueError as exc:
             problem = str(exc)
         if problem is not None:
-            raise AnchorFileError(
-                f"cannot tell which estimator {folder} was trained with: {path} {problem}. Ways out: "
-                f"{RESUME_ELSEWHERE}, or move {path} away if it is not this run's."
-            )
+            raise AnchorFileError(f"cannot tell which estimator {folder} was trained with: {path} {problem}. Ways "
+                                  f"out: {RESUME_ELSEWHERE}, or move {path} away if it is not this run's.")
         check_saved_options(saved, self.options, path, VERL, earlier=lambda: self._way_back(folder, False))
 
     def _way_back(self, folder: str, anchor: bool) -> str | None:
@@ -103,10 +101,8 @@ class CheckpointFiles(Persistence):
 
     def _staged(self, folder: str) -> str | None:
         """The anchor staged for ``folder``'s step beside it, if there is one (``after_step``)."""
-        if self.staging is None:
-            return None
-        path = self.staging.snapshot_path(step_of(folder), os.path.dirname(os.path.normpath(folder)))
-        return path if os.path.lexists(path) else None
+        path = self.staging and self.staging.snapshot_path(step_of(folder), os.path.dirname(os.path.normpath(folder)))
+        return path if path and os.path.lexists(path) else None
 
     def after_step(self, step: int, key: str, state: dict) -> None:
         """Stage the anchor after step ``step``'s observation, before verl's save of that step."""
@@ -114,8 +110,7 @@ class CheckpointFiles(Persistence):
             self.staging.after_step(step, key, state)
 
     def on_checkpoint(self, step: int, key: str, state: dict | None, folder: str) -> None:
-        """Write the anchor into ``folder`` (``state`` None: a run without an anchor records its options only), and
-        drop the staged files up to this step."""
+        """Write the anchor (None: the options only) into ``folder``; drop the staged files up to this step."""
         if state is not None and state["open_step"] not in (None, step):
             logger.warning(f"saving anchor at verl step {step} but the anchor's last step is {state['open_step']}")
         write_state_file(os.path.join(folder, STATE_FILE), payload(step, key, state, self.options), VERL)
@@ -128,8 +123,7 @@ class CheckpointFiles(Persistence):
 # the callback: the legacy trainer and verl 0.9.0's v1 trainer write options-only snapshots, and verl >= 0.9.1's v1
 # trainer without the callback checks the anchor file of the checkpoint it resumed from, when there is one.
 def check_resumed_estimator(call: CallConfig) -> None:
-    """Before an estimator without an anchor computes: on the first call of verl's ``fit()``, refuse a run resumed
-    from a checkpoint trained under another estimator. ``call``: what the call read of verl's config."""
+    """At the first call of verl's ``fit()`` of an estimator without an anchor: ``check_estimator``."""
     step, fit = trainer_step(), trainer_run()
     if step is None or PROCESS.estimator_checked_run is fit:
         return
@@ -142,8 +136,7 @@ def check_resumed_estimator(call: CallConfig) -> None:
 
 
 def record_estimator(call: CallConfig) -> None:
-    """After each call of an estimator without an anchor, under a trainer without the callback: this step's
-    options-only snapshot, which a resume under another estimator reads."""
+    """After each call of an estimator without an anchor, without the callback: the step's options-only snapshot."""
     step = trainer_step()
     snapshots = None if step is None else legacy_snapshots.from_call(call)
     if snapshots is not None:

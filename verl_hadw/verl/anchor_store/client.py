@@ -22,8 +22,7 @@ logger = logging.getLogger(__name__)
 
 
 class AnchorClient:
-    """One experiment's anchor: assigns (step, call) ids, sends observations to its store, and hands its state
-    to its persistence back-end."""
+    """One experiment's anchor: (step, call) ids, observations sent to its store, its state to its persistence."""
 
     def __init__(self, cfg: HadwConfig, persistence: Persistence | None = None, first_step: int | None = None):
         self.key = cfg.state_key
@@ -31,8 +30,7 @@ class AnchorClient:
         self.allow_missing_state = cfg.allow_missing_state
         self.persistence = persistence if persistence is not None else Persistence()
         state = self.persistence.load(cfg, first_step)
-        # a back-end that handles resumes has restored, refused or warned already; without one, the first
-        # trainer step tells whether a resumed run lost its anchor
+        # a back-end that handles resumes has restored, refused or warned; else the first trainer step tells
         self.restored = state is not None or self.persistence.handles_resume
         self.store = make_store(self.key, self.config, state)
         self._step: int | None = None
@@ -58,28 +56,21 @@ class AnchorClient:
             self._step, self._call = step, call
         return step, call
 
-    def begins_new_run(self, trainer_step: int | None, run: object | None) -> bool:
-        """Whether a call at ``trainer_step`` of the trainer run ``run`` belongs to a new run, not this client's."""
-        if trainer_step is None or self.run is None:
-            return False
-        return (run is not None and run is not self.run) or (self._step is not None and trainer_step < self._step)
-
     def _check_fresh_start(self, step: int, warn: bool = True) -> None:
         """First call of a process at step > 1: a resumed run whose anchor was not restored."""
         how = "trainer.save_freq > 0 (the anchor's per-step snapshots)"
         if support.has_checkpoint_callback():
             how = f"{CALLBACK_OVERRIDE} (v1 trainer) or {how} (legacy trainer)"
-        message = (
-            f"HA-DW anchor '{self.key}' starts at training step {step} with no restored state: this run resumed "
-            f"from a checkpoint saved without its anchor. Next time set {how}; to go on now, {ALLOW_MISSING_STATE}."
-        )
+        message = (f"HA-DW anchor '{self.key}' starts at training step {step} with no restored state: this run "
+                   f"resumed from a checkpoint saved without its anchor. Next time set {how}; to go on now, "
+                   f"{ALLOW_MISSING_STATE}.")
         if not self.allow_missing_state:
             raise MissingAnchorStateError(message)
         if warn:
             logger.warning(f"{message} {VERL.fresh_anchor}")
 
     def _after(self, step: int, call: int, correct: float, count: int) -> tuple[AnchorView, AnchorState]:
-        """The view and the state a call would leave, computed on a copy of the store's last state."""
+        """The view and the state a call would leave (on a copy of the store's last state)."""
         state = AnchorState.from_dict(self.store.last_state(), self.config)
         return state.observe(step, call, correct, count), state
 
@@ -106,8 +97,7 @@ class AnchorClient:
         return view
 
     def state_dict(self) -> dict:
-        """The current state (from the actor, or its mirror if it had to recover)."""
-        return self.store.state_dict()
+        return self.store.state_dict()  # from the actor, or its mirror if it had to recover
 
 
 def open_client(cfg: HadwConfig, persistence: Persistence, first_step: int | None = None,
@@ -131,37 +121,30 @@ def check_one_run(client: AnchorClient, trainer_step: int | None, caller: object
         return
     by_config = caller is not None and caller is not client.owner and any(o is caller for o, _ in retired)
     expected = client.persistence.first_step
-    by_step = (
-        trainer_step is not None and client._step is None and expected is not None and trainer_step != expected
-        and any(last == trainer_step - 1 for _, last in retired)
-    )
+    by_step = (trainer_step is not None and client._step is None and expected is not None and trainer_step != expected
+               and any(last == trainer_step - 1 for _, last in retired))
     if by_config or by_step:
         last = max((last for o, last in retired if not by_config or o is caller), default=None)
-        raise ConfigError(
-            f"algorithm.hadw.state_key={client.key!r} is used by two runs in this process: a later run took its "
-            f"anchor over after this run's step {last}, so this call (step {trainer_step}) is refused. Give each run "
-            "its own +algorithm.hadw.state_key, or finish one run before the next one starts."
-        )
+        raise ConfigError(f"algorithm.hadw.state_key={client.key!r} is used by two runs in this process: a later run "
+                          f"took its anchor over after this run's step {last}, so this call (step {trainer_step}) is "
+                          "refused. Give each run its own +algorithm.hadw.state_key, or finish one run before the next "
+                          "one starts.")
 
 
-def get_client(
-    cfg: HadwConfig,
-    persistence: Callable[[], Persistence | None] | None = None,
-    trainer_step: int | None = None,
-    run: object | None = None,
-    caller: object | None = None,
-) -> AnchorClient:
-    """The client for ``cfg.state_key``, built on first use and again when a call begins a new run (``run``: a
-    token of verl's ``fit()``; ``caller``: the ``algorithm`` node verl passed), with the back-end ``persistence()``."""
+def get_client(cfg: HadwConfig, persistence: Callable[[], Persistence | None] | None = None,
+               trainer_step: int | None = None, run: object | None = None, caller: object | None = None):
+    """The ``AnchorClient`` for ``cfg.state_key``, built on first use and again when a call begins a new run
+    (``run``: a token of verl's ``fit()``; ``caller``: the ``algorithm`` node verl passed), with ``persistence()``."""
     client = PROCESS.anchors.get(cfg.state_key)
     if client is not None:
         check_one_run(client, trainer_step, caller)
-    if client is not None and client.begins_new_run(trainer_step, run):
-        logger.info(
-            f"HA-DW anchor '{cfg.state_key}': a new training run in this process (step {trainer_step} after "
-            f"{client._step}{', a new fit()' if run is not client.run else ''}): it gets its own anchor"
-        )
-        client = None
+        back = client._step is not None and trainer_step is not None and trainer_step < client._step
+        other = run is not None and run is not client.run  # by identity: verl's fit() tokens are dicts
+        if trainer_step is not None and client.run is not None and (back or other):
+            logger.info(f"HA-DW anchor '{cfg.state_key}': a new training run in this process (step {trainer_step} "
+                        f"after {client._step}{', a new fit()' if run is not client.run else ''}): it gets its own "
+                        "anchor")
+            client = None
     if client is None:
         client = open_client(cfg, persistence() if persistence else None, trainer_step, caller)
     elif client.config != cfg.anchor:
@@ -176,7 +159,7 @@ _NO_RUN = object()  # a trainer call without a run token (unit use): the run is 
 
 
 def state_dict(cfg: HadwConfig) -> dict:
-    """The current state of ``cfg.state_key``'s anchor (from the actor, or its mirror if it had to recover)."""
+    """The current state of ``cfg.state_key``'s anchor."""
     return get_client(cfg).state_dict()
 
 

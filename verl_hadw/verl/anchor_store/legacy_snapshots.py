@@ -74,8 +74,7 @@ class LegacySnapshots(Persistence):
 
     # --------------------------------------------------------------------------------------------- load
     def load(self, cfg: HadwConfig, step: int | None) -> dict | None:
-        """The anchor state saved at step ``step - 1`` for the checkpoint verl resumed from (None: step 1, outside
-        a trainer, or none with ``allow_missing_state``); a missing, mismatched or stale snapshot raises."""
+        """The anchor saved at step ``step - 1`` for the checkpoint verl resumed from (None: a fresh anchor)."""
         if step is None or step <= 1:
             return None
         folder, candidates = self._resumed_from(cfg.state_key, step)
@@ -83,28 +82,22 @@ class LegacySnapshots(Persistence):
             if os.path.lexists(path):  # a dangling or looping link is read, and named: not a missing snapshot
                 return continue_under(self.read(path, step - 1, folder), cfg, self.options, path, VERL,
                                       earlier=lambda: self._way_back(folder, True))
-        message = (
-            f"HA-DW anchor '{cfg.state_key}': {self.trainer} resumed at step {step} "
-            + (f"from {folder}, but found no anchor snapshot for step {step - 1} "
-               f"(looked for {' and '.join(candidates)})"
-               if folder else f"but found no checkpoint folder (trainer.resume_mode={self.resume_mode!r}, "
-               f"trainer.default_local_dir={self.local_dir})")
-            + f". Resume from a checkpoint that has it, or {ALLOW_MISSING_STATE}."
-        )
-        return self.missing(cfg, message)
+        found = (f"from {folder}, but found no anchor snapshot for step {step - 1} (looked for "
+                 f"{' and '.join(candidates)})" if folder else "but found no checkpoint folder (trainer.resume_mode="
+                 f"{self.resume_mode!r}, trainer.default_local_dir={self.local_dir})")
+        return self.missing(cfg, f"HA-DW anchor '{cfg.state_key}': {self.trainer} resumed at step {step} {found}. "
+                                 f"Resume from a checkpoint that has it, or {ALLOW_MISSING_STATE}.")
 
     def _resumed_from(self, key: str, step: int) -> tuple[str | None, list[str]]:
-        """The ``global_step_{step - 1}`` folder verl resumed from (None: none), and where its anchor may be: this
-        back-end's snapshot beside it, or a file inside it (a copied snapshot, or the v1 callback's)."""
+        """The ``global_step_{step - 1}`` folder verl resumed from (None: none), and where its anchor may be."""
         previous = step - 1
         trainer = {"resume_mode": self.resume_mode, "default_local_dir": self.local_dir}
         folder = resolve_resume_dir(OmegaConf.create({**trainer, "resume_from_path": self.resume_from_path}))
         if folder is not None and step_of(folder) != previous:
-            raise MissingAnchorStateError(
-                f"HA-DW anchor '{key}': verl's first training step is {step}, but the checkpoint to resume from is now "
-                f"{folder} (step {step_of(folder)}): its tracker file changed after verl loaded its checkpoint. Give "
-                "each run its own trainer.default_local_dir and restart."
-            )
+            raise MissingAnchorStateError(f"HA-DW anchor '{key}': verl's first training step is {step}, but the "
+                                          f"checkpoint to resume from is now {folder} (step {step_of(folder)}): its "
+                                          "tracker file changed after verl loaded its checkpoint. Give each run its "
+                                          "own trainer.default_local_dir and restart.")
         candidates = [] if folder is None else [
             self.snapshot_path(previous, os.path.dirname(os.path.normpath(folder))),  # written by this back-end
             os.path.join(folder, STATE_FILE),  # a copied snapshot, or a checkpoint written by the v1 callback
@@ -112,8 +105,7 @@ class LegacySnapshots(Persistence):
         return folder, candidates
 
     def check_estimator(self, key: str, step: int) -> None:
-        """Refuse a run without an anchor (``dgpo``) resumed at ``step`` from a checkpoint trained under another
-        estimator: its snapshot goes through the resume rules (none: said, not refused)."""
+        """``CheckpointFiles.check_estimator`` for a run resumed at ``step``, through its snapshot."""
         if step <= 1:
             return
         folder, candidates = self._resumed_from(key, step)
@@ -126,8 +118,8 @@ class LegacySnapshots(Persistence):
             warn_unrecorded_checkpoint(folder, VERL)
 
     def _way_back(self, folder: str, anchor: bool) -> str | None:
-        """The newest earlier ``global_step_K`` beside ``folder`` (with ``actor/``) whose snapshot this run continues
-        without a refusal, with verl's overrides (``anchor``: this run keeps an HA-DW anchor)."""
+        """The newest earlier ``global_step_K`` (with ``actor/``) whose snapshot this run continues (``anchor``: it
+        keeps an HA-DW anchor), with verl's overrides."""
         parent = os.path.dirname(os.path.normpath(folder))
         steps = (int(m[1]) for n in os.listdir(parent) if (m := re.fullmatch(r"global_step_(\d+)", n)))
         for k in sorted((k for k in steps if k < step_of(folder)), reverse=True):
@@ -155,17 +147,15 @@ class LegacySnapshots(Persistence):
         replaced = saved.get("replaces_data_pt_mtime_ns")
         data_pt = os.path.join(folder, "data.pt")
         if replaced is not None and os.path.exists(data_pt) and os.stat(data_pt).st_mtime_ns == replaced:
-            raise MissingAnchorStateError(
-                f"{path} was written by a later run that stopped before verl re-saved {folder}, so it is not that "
-                f"checkpoint's anchor. Ways out: {RESUME_ELSEWHERE}, or delete {path} and {ALLOW_MISSING_STATE}."
-            )
+            raise MissingAnchorStateError(f"{path} was written by a later run that stopped before verl re-saved "
+                                          f"{folder}, so it is not that checkpoint's anchor. Ways out: "
+                                          f"{RESUME_ELSEWHERE}, or delete {path} and {ALLOW_MISSING_STATE}.")
         logger.info(f"HA-DW anchor restored from {path} (step {previous})")
         return saved
 
 
 def from_trainer(trainer, options: dict, who: str) -> LegacySnapshots | None:
-    """The snapshot back-end of verl's ``trainer`` node (None: it has no ``default_local_dir``), recording
-    ``options`` (``RunOptions.flat``); ``who``: the trainer, in words for the messages."""
+    """The snapshot back-end of verl's ``trainer`` node (None: no ``default_local_dir``); ``who``: the trainer."""
     local_dir = trainer.get("default_local_dir") if hasattr(trainer, "get") else None
     if not isinstance(local_dir, str):
         return None
@@ -176,8 +166,7 @@ def from_trainer(trainer, options: dict, who: str) -> LegacySnapshots | None:
 
 
 def from_call(call: CallConfig) -> LegacySnapshots | None:
-    """The snapshot back-end of an estimator call's trainer; None without a trainer node, or where the checkpoint
-    callback saves the anchor (verl >= 0.9.1's v1 trainer)."""
+    """The snapshot back-end of a call's trainer; None without one, or where the checkpoint callback saves."""
     if call.trainer is None:
         return None
     if call.trainer.get("use_v1", True) is False:

@@ -18,8 +18,7 @@ __all__ = ["Persistence", "resolve_resume_dir", "check_step_folder"]
 
 
 class Persistence:
-    """The interface, and the back-end that keeps nothing (unit use, notebooks: the client then refuses a first
-    trainer step > 1 unless ``allow_missing_state``)."""
+    """The interface, and the back-end that keeps nothing (unit use, notebooks)."""
 
     handles_resume = False  # ``load`` restores, refuses or warns about a resumed run itself
     saves_into_checkpoints = False  # the anchor goes into every verl checkpoint (the v1 callback's back-end)
@@ -28,8 +27,7 @@ class Persistence:
     first_step: int | None = None
 
     def load(self, cfg: HadwConfig, step: int | None) -> dict | None:
-        """The state to continue from (None: a fresh anchor); ``step``: the trainer step of the client's first call
-        (None: built before training or outside a trainer)."""
+        """The state to continue from (None: a fresh anchor); ``step``: the client's first trainer step, if known."""
         return None
 
     def after_step(self, step: int, key: str, state: dict) -> None:
@@ -88,15 +86,12 @@ _STEP_FOLDER = re.compile(r"global_step_(\d+)")
 
 
 def check_step_folder(folder: str, given: str) -> str:
-    """``folder`` if it is an existing ``.../global_step_N`` folder, else a ``ConfigError`` naming the one to use
-    (verl reads N from the path's end: a path inside a checkpoint would fail in verl's trainer)."""
+    """``folder`` if it is an existing ``.../global_step_N`` folder, else a ``ConfigError`` naming the one to use."""
     if not folder.split("global_step_")[-1].isdigit():
         inside = [m for m in _STEP_FOLDER.finditer(folder) if folder[m.end() : m.end() + 1] in ("/", os.sep)]
         fix = f"set trainer.resume_from_path={folder[: inside[-1].end()]}" if inside else "name the folder itself"
-        raise ConfigError(
-            f"trainer.resume_from_path={given!r} does not end in a global_step_N folder (verl reads N from the "
-            f"path's end): {fix}."
-        )
+        raise ConfigError(f"trainer.resume_from_path={given!r} does not end in a global_step_N folder (verl reads N "
+                          f"from the path's end): {fix}.")
     if not os.path.isdir(folder):
         raise ConfigError(f"trainer.resume_from_path={given!r}: no such checkpoint folder ({folder} does not exist).")
     return folder

@@ -7,6 +7,9 @@ import logging
 import time
 from dataclasses import asdict
 
+import ray  # verl imports it: nothing to pay here
+from ray.exceptions import RayActorError
+
 from verl_hadw.core.anchor.machine import AnchorState, AnchorView
 from verl_hadw.core.errors import AnchorActorError
 from verl_hadw.core.options import AnchorConfig
@@ -45,31 +48,25 @@ class AnchorService:
         self.state = _state(self.config, state)
 
     def verl_hadw_reset(self, config: dict, state: dict | None) -> dict:
-        """Start over from exactly ``state`` under ``config`` (None: a fresh anchor); returns the state. The
-        name marks the actor as ours: another class under the anchor's name has no such method."""
+        """Start over from exactly ``state`` (None: fresh); the name marks the actor as ours."""
         self.config = AnchorConfig(**config)
         self.state = _state(self.config, state)
         return self.state.to_dict()
 
     def observe(self, step: int, call: int, correct: float, count: int) -> tuple[dict, dict]:
         """(view, state) after adding one call: the driver keeps the state as its mirror."""
-        view = self.state.observe(step, call, correct, count)
-        return asdict(view), self.state.to_dict()
+        return asdict(self.state.observe(step, call, correct, count)), self.state.to_dict()
 
     def state_dict(self) -> dict:
         return self.state.to_dict()
 
 
 def actor_name(key: str) -> str:
-    import ray
-
     return f"verl_hadw:anchor:{ray.get_runtime_context().get_job_id()}:{key}"
 
 
 def wait_until_released(name: str, timeout: float = 60.0) -> None:
     """Return once no live actor holds ``name`` (``ray.kill`` returns before the actor is gone)."""
-    import ray
-
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -81,10 +78,7 @@ def wait_until_released(name: str, timeout: float = 60.0) -> None:
 
 
 def _ray_session() -> tuple[str, str] | None:
-    """(job id, node id) of this process's Ray connection, or None without one (a restarted cluster may reuse the
-    job id, never the node id)."""
-    import ray
-
+    """(job id, node id) of this process's Ray connection (a restarted cluster may reuse the job id), or None."""
     if not ray.is_initialized():
         return None
     context = ray.get_runtime_context()
@@ -105,11 +99,7 @@ class RayStore:
         self.actor, self.mirror = self._create(state)
 
     def _create(self, state: dict | None, attempts: int = 3):
-        """(actor, its state) with the actor under ``self.name`` set to exactly ``state``; an actor Ray is still
-        destroying (an earlier client's) is waited for and created again."""
-        import ray
-        from ray.exceptions import RayActorError
-
+        """(actor, its state), set to exactly ``state``; an actor Ray is still destroying is waited for."""
         remote = ray.remote(num_cpus=0)(AnchorService)
         for attempt in range(attempts):
             actor = remote.options(name=self.name, get_if_exists=True).remote(asdict(self.config), state)
@@ -119,8 +109,8 @@ class RayStore:
                 raise AnchorActorError(
                     f"the Ray actor '{self.name}' (namespace {ray.get_runtime_context().namespace!r}) holds the name "
                     f"of algorithm.hadw.state_key={self.key!r}'s anchor but is not a verl-hadw anchor. Give this "
-                    "experiment another algorithm.hadw.state_key, or end that actor "
-                    f"(ray.kill(ray.get_actor({self.name!r})))."
+                    f"experiment another algorithm.hadw.state_key, or end that actor (ray.kill(ray.get_actor("
+                    f"{self.name!r})))."
                 ) from None
             try:
                 return actor, ray.get(reset.remote(asdict(self.config), state))
@@ -132,8 +122,6 @@ class RayStore:
 
     def _recover(self, why: str) -> None:
         """Rebuild the anchor from the mirror, where this process can reach it now."""
-        import ray
-
         self.recoveries += 1
         logger.warning(f"HA-DW anchor actor '{self.name}' {why}: rebuilding it from the driver's mirror")
         session = _ray_session()
@@ -148,9 +136,6 @@ class RayStore:
 
     def _call(self, method: str, *args):
         """``method`` of the anchor's ``AnchorService``: the actor's, or this process's once Ray is gone."""
-        import ray
-        from ray.exceptions import RayActorError
-
         if self.local is None:
             session = _ray_session()
             if session is None:
@@ -179,11 +164,5 @@ class RayStore:
 
 
 def make_store(key: str, config: AnchorConfig, state: dict | None = None) -> LocalStore | RayStore:
-    """A Ray actor when this process is connected to Ray, else the in-process anchor."""
-    try:
-        import ray
-
-        use_ray = ray.is_initialized()
-    except ImportError:  # pragma: no cover - ray ships with verl
-        use_ray = False
-    return RayStore(key, config, state) if use_ray else LocalStore(config, state)
+    """A Ray actor when this process is connected to Ray (which ships with verl), else the in-process anchor."""
+    return RayStore(key, config, state) if ray.is_initialized() else LocalStore(config, state)

@@ -16,11 +16,9 @@ from verl_hadw.core.options import SECTIONS, declarations
 from verl_hadw.verl.process_state import PROCESS
 from verl_hadw.verl.verl_terms import CALLBACK_CLASS, CALLBACK_OVERRIDE
 
-__all__ = [
-    "check_sections", "unused_options", "warn_unused_options", "check_algorithm", "unsaved_anchor", "ignored_callback",
-    "warn_once", "is_our_callback",
-    "section_of", "set_keys", "drops_groups", "check_filter_groups", "check_dgpo_options_under_gdpo",
-]
+__all__ = ["check_sections", "unused_options", "check_algorithm", "unsaved_anchor", "ignored_callback", "warn_once",
+           "is_our_callback", "section_of", "set_keys", "drops_groups", "check_filter_groups",
+           "check_dgpo_options_under_gdpo"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -63,20 +61,16 @@ def _looks_like(node: Any) -> bool:
 def section_of(algorithm: Mapping, name: str) -> Mapping:
     """``algorithm.<name>`` of verl's ``algorithm`` section (a plain dict or a node; {} when absent)."""
     node = algorithm.get(name) if hasattr(algorithm, "get") else None
-    if node is None:
-        return {}
-    if isinstance(node, Mapping):
-        return node
+    if node is None or isinstance(node, Mapping):
+        return {} if node is None else node
     raise ConfigError(f"algorithm.{name} must be a mapping, got {type(node).__name__}: {node!r}")
 
 
 def check_sections(algorithm: Mapping, root: Mapping | None = None) -> None:
     """Raise ``ConfigError`` for a near-miss section name in ``algorithm`` (``algorithm.hadww``, ``algorithm.HADW``),
     an option one level too high (``algorithm.lambda_scale``) or a section at the ``root`` config's top (``hadw``)."""
-    node = algorithm if algorithm is not None else {}
-    verl_keys = _verl_algorithm_keys()
-    options = _option_names()
-    for key, value in node.items():
+    verl_keys, options = _verl_algorithm_keys(), _option_names()
+    for key, value in (algorithm if algorithm is not None else {}).items():
         if key in SECTIONS or key in verl_keys:
             continue
         section = _near_section(key)
@@ -87,10 +81,9 @@ def check_sections(algorithm: Mapping, root: Mapping | None = None) -> None:
         if hit:
             raise ConfigError(f"Unknown key 'algorithm.{key}': did you mean 'algorithm.{options[hit[0]]}.{hit[0]}'? "
                               "The estimators' options live in algorithm.hadw and algorithm.dgpo.")
-    top = root if root is not None else {}
-    for key in top:
+    for key, value in (root if root is not None else {}).items():
         section = _near_section(key) if _squash(key) != "algorithm" else None
-        if section is not None and (_squash(key) == section or _looks_like(top[key])):
+        if section is not None and (_squash(key) == section or _looks_like(value)):
             raise ConfigError(f"Unknown top-level section '{key}': did you mean 'algorithm.{section}'? The "
                               f"estimators read their options from algorithm.{section} only.")
 
@@ -125,26 +118,21 @@ def unused_options(algorithm: Any) -> list[str]:
     return unused
 
 
-def warn_unused_options(algorithm: Any) -> list[str]:
-    """``unused_options``, with one ``UnusedOptionsWarning`` naming them (Python shows it once per process)."""
+def check_algorithm(algorithm: Any, root: Any = None) -> list[str]:
+    """``check_sections``, then ``unused_options`` (returned), named in one ``UnusedOptionsWarning`` (Python shows it
+    once per process)."""
+    check_sections(algorithm, root)
     unused = unused_options(algorithm)
     if unused:
         estimator = algorithm.get("adv_estimator", "gae")
         it, is_ = ("it", "is") if len(unused) == 1 else ("them", "are")
         warnings.warn(f"{', '.join(unused)} {is_} set but algorithm.adv_estimator={estimator} does not read {it}: "
-                      f"no effect. Remove {it}, or select the estimator that reads {it}.", UnusedOptionsWarning,
-                      stacklevel=2)
-    return unused
-
-
-def check_algorithm(algorithm: Any, root: Any = None) -> list[str]:
-    """``check_sections``, then ``warn_unused_options`` (returned)."""
-    check_sections(algorithm, root)
-    return warn_unused_options(algorithm)
+                      f"no effect. Remove {it}, or select the estimator that reads {it}.", UnusedOptionsWarning)
+    return unused  # warned from this one line: shown once per process, whoever checks
 
 
 # ------------------------------------------------------------------------------- an anchor nobody saves
-_CALLBACKS = {CALLBACK_CLASS, "verl_hadw.verl.checkpoint_callback.HadwCheckpointCallback"}  # alias, class
+_CALLBACKS = {CALLBACK_CLASS}  # the class path users name (a subclass of it counts too)
 
 
 def is_our_callback(name: Any) -> bool:
@@ -163,14 +151,12 @@ def is_our_callback(name: Any) -> bool:
 
 
 def ignored_callback(algorithm: Any, trainer: Any, at_start: bool = False) -> str | None:
-    """The notice for ``trainer.checkpoint_callback_class`` on verl 0.9.0, which silently ignores the key (None: not
-    so). ``trainer``: verl's ``trainer`` node (None: unknown); ``at_start``: said by the start-up check."""
+    """The notice for ``trainer.checkpoint_callback_class`` on verl 0.9.0, which ignores the key (None: not so);
+    ``at_start``: said by the start-up check."""
     import verl_hadw.verl.support as support
 
-    if trainer is None or not hasattr(trainer, "get") or support.has_checkpoint_callback():
-        return None
-    name = trainer.get("checkpoint_callback_class", None)
-    if not name:
+    name = trainer.get("checkpoint_callback_class", None) if hasattr(trainer, "get") else None
+    if not name or support.has_checkpoint_callback():
         return None
     estimator = algorithm.get("adv_estimator", "gae") if hasattr(algorithm, "get") else None
     instead = ("the HA-DW anchor is saved in per-step snapshots (<trainer.default_local_dir>/verl_hadw_anchor/) "
@@ -189,14 +175,11 @@ def unsaved_anchor(algorithm: Any, trainer: Any) -> str | None:
     if estimator != "hadw" or trainer is None or not hasattr(trainer, "get"):
         return None
     save_freq = trainer.get("save_freq", -1)
-    if trainer.get("use_v1", True) is False or not isinstance(save_freq, int) or save_freq <= 0:
+    if (trainer.get("use_v1", True) is False or not isinstance(save_freq, int) or save_freq <= 0
+            or not support.has_checkpoint_callback()  # verl 0.9.0: the estimator's snapshots save it
+            or is_our_callback(trainer.get("checkpoint_callback_class", None))):
         return None
-    if not support.has_checkpoint_callback():  # verl 0.9.0: the estimator's snapshots save it
-        return None
-    if is_our_callback(trainer.get("checkpoint_callback_class", None)):
-        return None
-    hadw = section_of(algorithm, "hadw")
-    client = PROCESS.anchors.get(hadw.get("state_key", "default") if hasattr(hadw, "get") else "default")
+    client = PROCESS.anchors.get(section_of(algorithm, "hadw").get("state_key", "default"))
     if client is not None and client.persistence.saves_into_checkpoints:
         return None  # a HadwCheckpointCallback built in code (not named by the key) keeps this anchor
     return (f"HA-DW saves checkpoints every {save_freq} steps without the plugin's checkpoint callback, so the "
@@ -216,8 +199,7 @@ def warn_once(message: str | None) -> str | None:
 def drops_groups(config) -> bool:
     """Whether verl drops degenerate groups before the estimator: ``filter_groups`` on a v1 trainer."""
     node = config.algorithm.get("filter_groups", None)
-    enabled = bool(node is not None and node.get("enable", False))
-    return enabled and bool(config.trainer.get("use_v1", True))
+    return bool(node is not None and node.get("enable", False)) and bool(config.trainer.get("use_v1", True))
 
 
 def check_filter_groups(config, run: Any = None) -> None:
@@ -227,17 +209,15 @@ def check_filter_groups(config, run: Any = None) -> None:
     # the advantage; the estimator never sees them, and no hook reports them (a custom sampler disables the filter)
     if config.algorithm.get("adv_estimator") != "hadw" or not drops_groups(config):
         return
-    if run is not None:
-        mode = run.hadw.anchor.mode
-    else:  # read as written: a typo elsewhere in the section is another problem, reported on its own
-        mode = ((config.algorithm.get("hadw") or {}).get("anchor") or {}).get("mode")
-    if mode == "fixed":
-        return  # a fixed anchor never reads y_t
-    raise ConfigError(
-        "algorithm.adv_estimator=hadw cannot run with algorithm.filter_groups.enable=true: verl drops the "
-        "all-correct and all-wrong groups before the estimator, so the anchor would be biased toward 0.5. Set "
-        "algorithm.filter_groups.enable=false, use algorithm.adv_estimator=dgpo, or +algorithm.hadw.anchor.mode=fixed."
-    )
+    # without ``run``, read as written: a typo elsewhere in the section is another problem, reported on its own
+    mode = run.hadw.anchor.mode if run is not None else (
+        ((config.algorithm.get("hadw") or {}).get("anchor") or {}).get("mode"))
+    if mode != "fixed":  # a fixed anchor never reads y_t
+        raise ConfigError(
+            "algorithm.adv_estimator=hadw cannot run with algorithm.filter_groups.enable=true: verl drops the "
+            "all-correct and all-wrong groups before the estimator, so the anchor would be biased toward 0.5. Set "
+            "algorithm.filter_groups.enable=false, use algorithm.adv_estimator=dgpo, or "
+            "+algorithm.hadw.anchor.mode=fixed.")
 
 
 def check_dgpo_options_under_gdpo(algorithm: Any) -> None:
@@ -249,5 +229,4 @@ def check_dgpo_options_under_gdpo(algorithm: Any) -> None:
         raise ConfigError(
             f"algorithm.adv_estimator=gdpo with {', '.join(dgpo)} set: did you mean algorithm.adv_estimator=dgpo? "
             "verl's gdpo (GDPO, multi-reward normalisation) never reads algorithm.dgpo; set "
-            "algorithm.adv_estimator=dgpo, or remove the algorithm.dgpo options to train GDPO."
-        )
+            "algorithm.adv_estimator=dgpo, or remove the algorithm.dgpo options to train GDPO.")

@@ -1,6 +1,5 @@
 """verl's ``algorithm`` node as the core's options: ``read_call`` reads it once per estimator call, and parses and
-checks it once per configuration (``parse_run``, ``checks``); what it read (``CallConfig``) is handed down.
-"""
+checks it once per configuration (``parse_run``, ``checks``); what it read (``CallConfig``) is handed down."""
 
 from __future__ import annotations
 
@@ -37,8 +36,7 @@ class RunOptions:
 
 
 def parse_run(algorithm: Mapping | None) -> RunOptions:
-    """The run's ``RunOptions`` from verl's ``algorithm`` section (a dict or a ``DictConfig``; None: every default):
-    ``hadw``, ``dgpo``, ``norm_adv_by_std_in_grpo`` and ``adv_estimator``; ``ConfigError`` naming a bad key."""
+    """The run's ``RunOptions`` from verl's ``algorithm`` section (None: every default); ``ConfigError`` on a bad key."""
     algorithm = {} if algorithm is None else algorithm
     estimator = algorithm.get("adv_estimator", "gae")
     norm_by_std = core_options.plain_value(algorithm.get("norm_adv_by_std_in_grpo", True))
@@ -77,8 +75,7 @@ def plain_algorithm(config: Any) -> dict:
 
 
 def trainer_of(algorithm: Any) -> Any:
-    """verl's ``trainer`` node beside the ``algorithm`` node verl passes the estimators; None for a plain dict or a
-    detached node."""
+    """verl's ``trainer`` node beside the ``algorithm`` node verl passes (None: a plain dict or a detached node)."""
     from omegaconf import DictConfig, OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
@@ -105,8 +102,7 @@ def _frozen(value: Any) -> Any:
 
 
 def read_call(config: Any) -> CallConfig:
-    """The one read of an estimator call's ``config`` (verl's ``algorithm`` node). The first call of a configuration
-    in this process parses and checks it; later calls get the same ``RunOptions``."""
+    """The one read of a call's ``config`` (verl's ``algorithm`` node), parsed and checked once per configuration."""
     algorithm = plain_algorithm(config)
     trainer = trainer_of(config)
     saving = None if trainer is None else tuple(trainer.get(k, None) for k in _SAVING)
