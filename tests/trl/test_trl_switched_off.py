@@ -6,6 +6,7 @@ loss types, and on generation batches in which a reward function returned None f
 from __future__ import annotations
 
 import pytest
+import torch
 from trl import GRPOConfig, GRPOTrainer
 from trl_helpers import accuracy, config, config_values, toy_dataset, trainer
 
@@ -57,6 +58,8 @@ def test_switched_off_it_is_trls_grpo_bit_for_bit_where_completions_are_unscorab
     mine, trls = logged(ours.state.log_history), logged(theirs.state.log_history)
     assert len(trls) == 4 and any(h["loss"] != 0 for h in trls)
     assert mine == trls
+    assert all(torch.equal(a, b) for a, b in zip(ours.model.state_dict().values(),
+                                                 theirs.model.state_dict().values(), strict=True))
     unscored = [g.rewards.isnan().all(dim=1) for g in ours.generations]
     assert [u.nonzero().squeeze(-1).tolist() for u in unscored] == [sorted(n) for n in NONE_AT]
     if ours.excludes_unscorable:  # TRL >= 1.6

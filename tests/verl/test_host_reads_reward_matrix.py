@@ -1,7 +1,7 @@
 """TRL's and ms-swift's step (``hf_trainer.reward_matrix.generation_advantages``: a reward matrix -> advantages)
 reads the host exactly as often as the estimators' table says plus two of its own: the reward weights (a CPU tensor
-in both frameworks, so no GPU sync there, but counted here) and one read for every check of the matrix together (no
-reward, an infinite one, an overflowing sum)."""
+in both frameworks, so no GPU sync there, but counted here) and one read for every check of the matrix together (an
+infinite reward, an overflowing sum, whether any completion was scored)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def reads(estimator: str, base: str = "grpo", accuracy_index=None) -> HostReads:
     with HostReads() as counted:
         generation_advantages(rewards, torch.full((64,), 4.0), 8, columns, hadw_cfg=hadw, dgpo_cfg=dgpo,
                               norm_by_std=True, anchor=anchor, step=1, training=True, metrics=MetricBuffer(),
-                              terms=TRL)
+                              terms=TRL, exclude_unscorable=True)
     return counted
 
 

@@ -154,8 +154,6 @@ def test_the_sweep_reaches_every_refusal():
 
 # ------------------------------------------------------------------------------------------------ TRL
 TRL_CASES = {  # (gathered rewards of one generation batch, expected message, HadwGRPOConfig overrides)
-    "nan-reward": (lambda r: r.index_put_((torch.tensor([3]),), torch.tensor(float("nan"))), "returned None or NaN",
-                   {}),
     "inf-reward": (lambda r: r.index_put_((torch.tensor([3]),), torch.tensor(float("inf"))), "infinite value", {}),
     "non-binary-accuracy": (lambda r: r.index_put_((torch.tensor([3]),), torch.tensor(0.5)), "not binary", {}),
     "phi-overflow": (lambda r: r * 500, "overflows float32", {"hadw_difficulty_from": "reward"}),

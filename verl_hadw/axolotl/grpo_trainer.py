@@ -4,6 +4,7 @@ training on HA-DW's or DGPO's advantage, which replaces TRL's in ``_generate_and
 
 from __future__ import annotations
 
+# internal: Axolotl's GRPO trainer class (checked on Axolotl 0.19.0 with TRL 1.9.0)
 from axolotl.core.trainers.grpo.trainer import AxolotlGRPOTrainer
 
 from verl_hadw.axolotl.checks import check_trainer_args

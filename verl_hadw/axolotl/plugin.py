@@ -18,6 +18,7 @@ OPTION_KEYS = list(KEYS.values())  # the YAML's keys of the plugin
 def check_keys(cfg: dict) -> None:
     """Raise ``ConfigError`` for a key of the YAML that is none of Axolotl's but looks like one of ours (Axolotl
     drops a key it does not know without a word): a misspelling, or a key without its prefix (``adv_estimator``)."""
+    # internal: Axolotl's config schema, AxolotlInputConfig.model_fields (checked on Axolotl 0.19.0 with TRL 1.9.0)
     from axolotl.utils.schemas.config import AxolotlInputConfig
 
     known = set(AxolotlInputConfig.model_fields) | set(OPTION_KEYS)

@@ -73,6 +73,8 @@ class HadwTrainerHooks:
     @contextlib.contextmanager
     def checking_rewards(self):
         """While the framework scores a generation batch, check each value its reward functions return."""
+        # internal: the trainer's reward_funcs list, read per batch (TRL 1.0.0, 1.16.0; Axolotl 0.19.0 with TRL 1.9.0;
+        # ms-swift 4.3.0, 4.6.0)
         funcs = self.reward_funcs
         self.reward_funcs = [checked_outputs(f, n) for f, n in zip(funcs, self.reward_func_names)]
         try:
@@ -88,6 +90,8 @@ class HadwTrainerHooks:
         self._hadw_record.start(folder or None)
         return super().train(resume_from_checkpoint, *args, **kwargs)
 
+    # private API: transformers' Trainer._save_checkpoint and _get_output_dir (checked on transformers 5.10.4 with
+    # TRL 1.16.0; also run under TRL 1.0.0, ms-swift 4.3.0 and 4.6.0, Axolotl 0.19.0 with TRL 1.9.0)
     def _save_checkpoint(self, model, trial, *args, **kwargs):
         """The framework's save, the anchor file (DGPO: the options record) written into ``checkpoint-N`` first."""
         if self.args.should_save:
@@ -116,5 +120,6 @@ class HadwTrainerHooks:
     def log_hadw_metrics(self, values: dict[str, float], mode: str) -> None:
         """One batch's hadw/* dgpo/* values into the framework's ``_metrics`` (unless ``hadw_log_metrics`` is off)."""
         if self.hadw_cfg.log_metrics:
+            # private API: GRPOTrainer._metrics (TRL 1.0.0, 1.16.0; Axolotl 0.19.0/TRL 1.9.0; ms-swift 4.3.0, 4.6.0)
             for name, value in values.items():
                 self._metrics[mode][name].append(value)

@@ -72,12 +72,15 @@ class TrlTrainerHooks(HadwTrainerHooks):
         """The installed TRL's: from 1.6.0 a completion no reward function scored leaves its group's mean and std."""
         return Version(installed("trl", "trl")) >= Version(UNSCORABLE_EXCLUDED_FROM)
 
+    # private API: GRPOTrainer._calculate_rewards (checked on TRL 1.0.0, 1.16.0; Axolotl 0.19.0 with TRL 1.9.0)
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         with self.checking_rewards():  # TRL converts each list with torch.tensor: a string would name no function
             rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         self._gathered_rewards = rewards_per_func  # (B_global, n_funcs), every process's rows, on every process
         return rewards_per_func
 
+    # private API: GRPOTrainer._generate_and_score_completions, its output keys (completion_mask, tool_mask,
+    # advantages) and _logs["advantages"] (checked on TRL 1.0.0, 1.16.0; Axolotl 0.19.0 with TRL 1.9.0)
     def _generate_and_score_completions(self, inputs):
         output = super()._generate_and_score_completions(inputs)
         rewards, self._gathered_rewards = self._gathered_rewards, None

@@ -20,7 +20,7 @@ Every other subcommand is swift's own ({subcommands}). docs/swift.md has the det
 
 
 def main(argv: list[str] | None = None) -> None:
-    from swift.cli.main import ROUTE_MAPPING, cli_main
+    from swift.cli.main import ROUTE_MAPPING, cli_main  # internal: swift's route table (ms-swift 4.3.0, 4.6.0)
 
     from verl_hadw.swift.checks import check_swift_version
 

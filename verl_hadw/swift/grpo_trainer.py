@@ -25,10 +25,12 @@ class HadwSwiftGRPOTrainer(HadwTrainerHooks, GRPOTrainer):
         check_trainer(self, hadw_args)
         self.start_hadw(hadw_args)
 
+    # private API: swift's GRPOTrainer._compute_rewards_per_func (checked on ms-swift 4.3.0, 4.6.0)
     def _compute_rewards_per_func(self, samples):
         with self.checking_rewards():  # swift converts each list with torch.tensor: a string would name no function
             return super()._compute_rewards_per_func(samples)
 
+    # private API: swift's GRPOTrainer._compute_advantages (checked on ms-swift 4.3.0, 4.6.0)
     def _compute_advantages(self, samples, rewards_per_func: torch.Tensor, batch_encoded_inputs) -> torch.Tensor:
         super()._compute_advantages(samples, rewards_per_func, batch_encoded_inputs)  # swift's metrics; result unused
         mode = "train" if self.model.training else "eval"
@@ -39,6 +41,7 @@ class HadwSwiftGRPOTrainer(HadwTrainerHooks, GRPOTrainer):
     def _loss_tokens(self, batch_encoded_inputs) -> torch.Tensor:
         """(N_global,) each completion's loss tokens, in the rewards' order (4.3-4.5 keep ``completion_mask`` in each
         micro-batch dict, 4.6 in its ``grpo_batch``)."""
+        # internal: the micro-batch dicts' layout; private API: GRPOTrainer._gather_and_flatten (ms-swift 4.3.0, 4.6.0)
         masks = [b["grpo_batch"].completion_mask if "grpo_batch" in b else b["completion_mask"]
                  for b in batch_encoded_inputs]
         local = [m.sum(1).tolist() for m in masks]

@@ -121,6 +121,7 @@ def _pipeline(args, ours: HadwSwiftArguments):
     class HadwSwiftRLHF(SwiftRLHF):
         """Swift's RLHF pipeline: its trainer is ``HadwSwiftGRPOTrainer``, handed the run's HA-DW / DGPO options."""
 
+        # private API: SwiftRLHF._get_trainer_kwargs, TrainerFactory.TRAINER_MAPPING (checked on ms-swift 4.3.0, 4.6.0)
         def _get_trainer_kwargs(self):
             return {**super()._get_trainer_kwargs(), "hadw_args": ours}
 

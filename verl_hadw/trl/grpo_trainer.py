@@ -20,6 +20,7 @@ class HadwGRPOTrainer(TrlTrainerHooks, GRPOTrainer):
     def __init__(self, model, reward_funcs=None, args: HadwGRPOConfig | None = None, *rest, **kwargs):
         check_trl_version("HadwGRPOTrainer")
         if args is None:  # as TRL: a default config named after the model, here with HA-DW's defaults too
+            # private API: transformers' config._name_or_path, as TRL reads it (transformers 5.10.4, TRL 1.16.0)
             name = model if isinstance(model, str) else getattr(model.config, "_name_or_path", "") or "model"
             args = HadwGRPOConfig(f"{name.split('/')[-1]}-GRPO")
         if not isinstance(args, HadwGRPOConfig):

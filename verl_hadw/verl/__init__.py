@@ -1,8 +1,6 @@
 """verl's adapter: HA-DW and DGPO as verl advantage estimators, over the framework-free core (``verl_hadw.core``).
-
 Importing it without verl fails with one line naming the install; a verl outside ``VERL_RANGE`` raises
-``UnsupportedVerlError`` (``verl_hadw.verl.support``).
-"""
+``UnsupportedVerlError`` (``verl_hadw.verl.support``)."""
 
 from verl_hadw.core.framework import require
 

@@ -1,8 +1,6 @@
 """``HadwCheckpointCallback``, verl's v1 checkpoint callback (``trainer.checkpoint_callback_class``, verl >= 0.9.1).
-
 verl builds it in its driver before it loads its own checkpoint: the constructor checks the config and restores the
-anchor from the ``global_step_N`` verl resumes from; ``on_save`` writes the anchor into each checkpoint.
-"""
+anchor from the ``global_step_N`` verl resumes from; ``on_save`` writes the anchor into each checkpoint."""
 
 from __future__ import annotations
 
@@ -12,8 +10,7 @@ if not support.has_checkpoint_callback():  # verl 0.9.0: no checkpoint_callback_
     raise ImportError(
         f"verl_hadw.verl.checkpoint_callback.HadwCheckpointCallback needs verl>={support.CALLBACK_SINCE}, which has "
         f"checkpoint callbacks; verl {support.installed_verl()} has none. Remove trainer.checkpoint_callback_class: "
-        "on this verl the HA-DW anchor is saved in per-step snapshots."
-    )
+        "on this verl the HA-DW anchor is saved in per-step snapshots.")
 
 from verl.trainer.ppo.checkpoint_callback import CheckpointCallback  # noqa: E402
 

@@ -1,6 +1,5 @@
-"""HA-DW and DGPO advantage estimators, registered in verl's estimator registry as ``hadw`` and ``dgpo`` through
-verl's ``register_adv_est``. The maths is the core's (``verl_hadw.core.advantages``); equation numbers refer to
-``docs/equations.md``."""
+"""HA-DW and DGPO advantage estimators, registered as ``hadw`` and ``dgpo`` through verl's ``register_adv_est``. The
+maths is the core's (``verl_hadw.core.advantages``); equation numbers refer to ``docs/equations.md``."""
 
 from __future__ import annotations
 
@@ -21,6 +20,8 @@ from verl_hadw.verl.config.run_options import read_call
 from verl_hadw.verl.process_state import PROCESS, stateless_step, trainer_run, trainer_step
 from verl_hadw.verl.verl_terms import VERL
 
+__all__ = ["compute_hadw_outcome_advantage", "compute_dgpo_outcome_advantage"]
+
 
 def _register(name: str):
     """verl's ``register_adv_est``, which raises ``ValueError`` when ``name`` already holds another function. A
@@ -40,17 +41,19 @@ def _register(name: str):
     return decorator
 
 
-def _agrees(parameter: str, given, option: str, configured) -> None:
-    """``epsilon`` / ``norm_adv_by_std_in_grpo``, taken as verl's own estimators take them: None reads the config,
-    which governs (the anchor file records it); a value that differs from it is refused."""
-    if given is not None and given != configured:
-        raise ConfigError(f"the estimator was called with {parameter}={given!r} but the config has {option}="
-                          f"{configured!r}: set it in the config (verl's compute_advantage passes only the config)")
+def _agrees(epsilon: float | None, norm_adv_by_std_in_grpo: bool | None, run, section: str) -> None:
+    """The parameters verl's own estimators take: None reads the config, which governs (the anchor file records it);
+    a value that differs from it is refused. ``section``: the options whose ``epsilon`` the base advantage adds."""
+    for parameter, given, option, configured in (
+            ("epsilon", epsilon, f"algorithm.{section}.epsilon", getattr(run, section).epsilon),
+            ("norm_adv_by_std_in_grpo", norm_adv_by_std_in_grpo, "algorithm.norm_adv_by_std_in_grpo", run.norm_by_std)):
+        if given is not None and given != configured:
+            raise ConfigError(f"the estimator was called with {parameter}={given!r} but the config has {option}="
+                              f"{configured!r}: set it in the config (verl's compute_advantage passes only the config)")
 
 
 def _broadcast(values: torch.Tensor, b: Batch, response_mask: torch.Tensor) -> torch.Tensor:
-    """(bs, response_length) advantages: ``values`` (n,) of the valid rows over their response tokens, 0 at padding
-    rows."""
+    """(bs, response_length) advantages: ``values`` (n,) of the valid rows over their tokens, 0 at padding rows."""
     if b.rows.numel() != b.n_rows:
         values = torch.zeros(b.n_rows, dtype=values.dtype, device=values.device).index_copy_(0, b.rows, values)
     return values.unsqueeze(-1) * response_mask
@@ -64,7 +67,7 @@ def compute_hadw_outcome_advantage(
     epsilon: Optional[float] = None,
     norm_adv_by_std_in_grpo: Optional[bool] = None,
     config: Optional[AlgoConfig] = None,
-    **kwargs,
+    **kwargs,  # what else verl's compute_advantage passes (reward_baselines): unused
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """
     Compute advantage for HA-DW: a GRPO (or DGPO) group advantage times a difficulty weight Φ from a cross-step
@@ -78,13 +81,11 @@ def compute_hadw_outcome_advantage(
         index: `(np.ndarray)`
             index array for grouping (each response's uid)
         epsilon: `(Optional[float])`
-            added to the std (base dgpo: the MAD); None: algorithm.hadw.epsilon (algorithm.dgpo.epsilon), the only
-            value accepted
+            None, or algorithm.hadw.epsilon (base dgpo: algorithm.dgpo.epsilon), which governs
         norm_adv_by_std_in_grpo: `(Optional[bool])`
-            None: algorithm.norm_adv_by_std_in_grpo, the only value accepted
+            None, or algorithm.norm_adv_by_std_in_grpo, which governs
         config: `(Optional[AlgoConfig])`
             algorithm configuration object; the options under ``algorithm.hadw`` (``HadwConfig``)
-        kwargs: what else verl's ``compute_advantage`` passes (``reward_baselines``): unused
 
     Returns:
         advantages: `(torch.Tensor)`
@@ -93,34 +94,25 @@ def compute_hadw_outcome_advantage(
             shape is (bs, response_length)
     """
     call_config = read_call(config)
-    run = call_config.run
-    cfg = run.hadw
-    section = "dgpo" if cfg.base == "dgpo" else "hadw"  # whose epsilon the base advantage adds
-    _agrees("epsilon", epsilon, f"algorithm.{section}.epsilon", getattr(run, section).epsilon)
-    _agrees("norm_adv_by_std_in_grpo", norm_adv_by_std_in_grpo, "algorithm.norm_adv_by_std_in_grpo", run.norm_by_std)
+    run, cfg = call_config.run, call_config.run.hadw
+    _agrees(epsilon, norm_adv_by_std_in_grpo, run, "dgpo" if cfg.base == "dgpo" else "hadw")
     metrics.enable(cfg.log_metrics)
     with torch.no_grad():
         step, fit = trainer_step(), trainer_run()
-        clients = []
 
         def client():  # the run's client; the legacy snapshots are read only when a run's client is built
-            clients.append(anchor_client.get_client(cfg, lambda: legacy_snapshots.from_call(call_config), step, fit,
-                                                    caller=config))
-            return clients[-1]
-
-        def preview(correct: float, count: int):  # checked first: a refused call leaves the anchor as it was
-            return client().preview(correct, count, trainer_step=step)
-
-        def observe(correct: float, count: int):
-            return client().observe(correct=correct, count=count, trainer_step=step)
+            return anchor_client.get_client(cfg, lambda: legacy_snapshots.from_call(call_config), step, fit,
+                                            caller=config)
 
         # over GRPO the group numbering does not matter: skip sorting the uids
         b = prepare_batch(token_level_rewards, response_mask, index, sorted_ids=cfg.base == "dgpo")
-        call = hadw_call(b, cfg, run.dgpo if cfg.base == "dgpo" else None, run.norm_by_std, observe, VERL.key,
-                         preview=preview)
+        call = hadw_call(b, cfg, run.dgpo if cfg.base == "dgpo" else None, run.norm_by_std,
+                         lambda correct, count: client().observe(correct=correct, count=count, trainer_step=step),
+                         VERL.key,  # preview: checked first, so that a refused call leaves the anchor as it was
+                         preview=lambda correct, count: client().preview(correct, count, trainer_step=step))
         advantages = _broadcast(call.advantages, b, response_mask)
-        PROCESS.pending_metrics.record_hadw(call.view, call.phi, cfg.lambda_scale, clients[-1].recoveries,
-                                            call.phi_summary)
+        PROCESS.pending_metrics.record_hadw(call.view, call.phi, cfg.lambda_scale,  # the client that observed
+                                            PROCESS.anchors[cfg.state_key].recoveries, call.phi_summary)
         if call.dgpo_counts is not None:
             PROCESS.pending_metrics.record_dgpo(call.view.step, call.dgpo_counts)
     return advantages, advantages
@@ -134,7 +126,7 @@ def compute_dgpo_outcome_advantage(
     epsilon: Optional[float] = None,
     norm_adv_by_std_in_grpo: Optional[bool] = None,
     config: Optional[AlgoConfig] = None,
-    **kwargs,
+    **kwargs,  # what else verl's compute_advantage passes (reward_baselines): unused
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """
     Compute advantage for DGPO: MAD-normalised group advantages (Eqs. 4-5), difficulty-aware question weights
@@ -149,12 +141,11 @@ def compute_dgpo_outcome_advantage(
         index: `(np.ndarray)`
             index array for grouping (each response's uid)
         epsilon: `(Optional[float])`
-            added to the MAD (or std); None: algorithm.dgpo.epsilon, the only value accepted
+            None, or algorithm.dgpo.epsilon, which governs
         norm_adv_by_std_in_grpo: `(Optional[bool])`
-            None: algorithm.norm_adv_by_std_in_grpo, the only value accepted
+            None, or algorithm.norm_adv_by_std_in_grpo, which governs
         config: `(Optional[AlgoConfig])`
             algorithm configuration object; the options under ``algorithm.dgpo`` (``DgpoConfig``)
-        kwargs: what else verl's ``compute_advantage`` passes (``reward_baselines``): unused
 
     Returns:
         advantages: `(torch.Tensor)`
@@ -164,8 +155,7 @@ def compute_dgpo_outcome_advantage(
     """
     call_config = read_call(config)
     run = call_config.run
-    _agrees("epsilon", epsilon, "algorithm.dgpo.epsilon", run.dgpo.epsilon)
-    _agrees("norm_adv_by_std_in_grpo", norm_adv_by_std_in_grpo, "algorithm.norm_adv_by_std_in_grpo", run.norm_by_std)
+    _agrees(epsilon, norm_adv_by_std_in_grpo, run, "dgpo")
     metrics.enable(run.hadw.log_metrics)  # the one switch of both estimators
     checkpoint_files.check_resumed_estimator(call_config)
     with torch.no_grad():

@@ -6,6 +6,8 @@ from __future__ import annotations
 import functools
 import os
 
+from verl.utils.tracking import Tracking  # loaded with verl's core_algos, before this module
+
 from verl_hadw.verl.process_state import PROCESS
 
 __all__ = ["pop", "enable", "install_tracking_hook", "uninstall_tracking_hook"]
@@ -26,19 +28,16 @@ def enable(log_metrics: bool) -> bool:
 
 
 def install_tracking_hook() -> bool:
-    """Wrap ``Tracking.log`` (idempotent) so each step's log call carries that step's metrics; returns whether the
-    hook is installed (``VERL_HADW_LOG_METRICS=0``: not). The wrapper names this module; ``__wrapped__`` is verl's."""
+    """Wrap ``Tracking.log`` (idempotent) so each step's log call carries that step's metrics; returns whether it is
+    (``VERL_HADW_LOG_METRICS=0``: not). The wrapper names this module; ``__wrapped__`` is verl's."""
     if os.environ.get("VERL_HADW_LOG_METRICS", "1").lower() in ("0", "false", "no"):
         return False
-    from verl.utils.tracking import Tracking
-
-    original = Tracking.log
+    original = Tracking.log  # verl internal: the Tracking.log method, hooked (checked on verl 0.9.0, 0.9.1)
     if getattr(original, "_verl_hadw_hook", False):  # cheap: every estimator call passes here
         return True
 
     def log(self, data, step, *args, **kwargs):
-        extra = pop(step) if isinstance(step, int) else {}
-        if extra:
+        if extra := (pop(step) if isinstance(step, int) else {}):
             data = {**data, **{k: v for k, v in extra.items() if k not in data}}
         return original(self, data, step, *args, **kwargs)
 
@@ -49,7 +48,5 @@ def install_tracking_hook() -> bool:
 
 
 def uninstall_tracking_hook() -> None:
-    from verl.utils.tracking import Tracking
-
     if getattr(Tracking.log, "_verl_hadw_hook", False):
         Tracking.log = Tracking.log.__wrapped__

@@ -26,13 +26,11 @@ def validate_config(config) -> str:
 
 
 def validated_options(config, by_callback: bool = False) -> RunOptions:
-    """The run's ``RunOptions``, after checking verl's full ``config`` before training: both option nodes, near-miss
-    sections, refused combinations and a registered estimator; one ``ConfigError`` lists every problem found.
+    """The run's ``RunOptions``, after checking verl's full ``config``: one ``ConfigError`` lists every problem.
     ``by_callback``: called by the checkpoint callback, which saves the anchor (no unsaved-anchor warning)."""
     from verl.trainer.ppo.core_algos import get_adv_estimator_fn
 
     import verl_hadw.verl.estimators  # noqa: F401  (registers even where the entry point was disabled)
-
     algorithm, trainer = plain_algorithm(config.algorithm), config.get("trainer")
     problems: list[str] = []
 
@@ -42,7 +40,6 @@ def validated_options(config, by_callback: bool = False) -> RunOptions:
         except ConfigError as exc:
             if str(exc) not in problems:
                 problems.append(str(exc))
-            return None
 
     def registered(estimator: str) -> None:
         try:
@@ -68,9 +65,8 @@ def validated_options(config, by_callback: bool = False) -> RunOptions:
 def callback_will_check(config: Any) -> bool:
     """Whether verl builds the plugin's checkpoint callback for ``config`` (which then runs the same checks)."""
     trainer = config.get("trainer") if hasattr(config, "get") else None
-    if trainer is None or not support.has_checkpoint_callback() or trainer.get("use_v1", True) is False:
-        return False
-    return config_check.is_our_callback(trainer.get("checkpoint_callback_class", None))
+    return (trainer is not None and support.has_checkpoint_callback() and trainer.get("use_v1", True) is not False
+            and config_check.is_our_callback(trainer.get("checkpoint_callback_class", None)))
 
 
 class StartupCheck(Callback):

@@ -1,7 +1,6 @@
 """Which verl is installed, whether the plugin supports it (``VERL_RANGE``), and what that version offers: 0.9.1 and
 later 0.9.x have verl's checkpoint hook, 0.9.0 has not (per-step snapshots save the anchor). Pure Python and no verl
-import (``import verl`` loads its plugins), so ``verl-hadw doctor`` works whatever verl is installed.
-"""
+import (``import verl`` loads its plugins), so ``verl-hadw doctor`` works whatever verl is installed."""
 
 from __future__ import annotations
 
@@ -10,13 +9,14 @@ import logging
 import os
 from importlib import metadata
 
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
+
 from verl_hadw import VERL_RANGE
 
 logger = logging.getLogger(__name__)
 
-#: verl's checkpoint hook (``trainer.checkpoint_callback_class``), new in verl 0.9.1 (PR #7513)
-CALLBACK_MODULE = "verl.trainer.ppo.checkpoint_callback"
-CALLBACK_SINCE = "0.9.1"
+CALLBACK_SINCE = "0.9.1"  # verl's checkpoint hook (trainer.checkpoint_callback_class), new in verl 0.9.1 (PR #7513)
 
 
 class UnsupportedVerlError(ImportError):
@@ -34,21 +34,19 @@ def _verl_folders() -> list[str]:
 
 def installed_verl() -> str | None:
     """verl's version string, as ``verl.__version__`` gives it, without importing verl (None: not installed)."""
-    for folder in _verl_folders():
-        path = os.path.join(folder, "version", "version")  # verl's own version file (checked on verl 0.9.0, 0.9.1)
-        if os.path.isfile(path):
+    folders = _verl_folders()
+    for path in (os.path.join(folder, "version", "version") for folder in folders):
+        if os.path.isfile(path):  # verl internal: the file verl reads __version__ from (verl 0.9.0, 0.9.1)
             with open(path) as f:
                 return f.read().strip()
     try:
-        return metadata.version("verl") if _verl_folders() else None
+        return metadata.version("verl") if folders else None
     except metadata.PackageNotFoundError:
         return None
 
 
 def _version(version: str | None):
     """``version``'s release (a pre-release or local build counts as its release); None if unreadable."""
-    from packaging.version import InvalidVersion, Version
-
     try:
         return Version(Version(version).base_version) if version is not None else None
     except InvalidVersion:
@@ -57,8 +55,6 @@ def _version(version: str | None):
 
 def is_supported(version: str | None) -> bool:
     """Whether ``version`` lies in ``VERL_RANGE``."""
-    from packaging.specifiers import SpecifierSet
-
     parsed = _version(version)
     return parsed is not None and SpecifierSet(VERL_RANGE).contains(parsed)
 
@@ -66,14 +62,12 @@ def is_supported(version: str | None) -> bool:
 def has_checkpoint_callback() -> bool:
     """Whether the installed verl has the checkpoint hook, told by the module's file (not the version number, so a
     build between releases reads as it is; ``find_spec`` of a submodule would import verl and torch)."""
-    relative = os.path.join(*CALLBACK_MODULE.split(".")[1:])
+    relative = os.path.join("trainer", "ppo", "checkpoint_callback")  # verl.trainer.ppo.checkpoint_callback
     return any(os.path.isfile(os.path.join(folder, relative + ".py"))
                or os.path.isfile(os.path.join(folder, relative, "__init__.py")) for folder in _verl_folders())
 
 
 def unsupported_message(version: str | None) -> str:
-    from packaging.specifiers import SpecifierSet
-
     parsed, why = _version(version), ""
     if parsed is not None and all(parsed < _version(s.version) for s in SpecifierSet(VERL_RANGE)
                                   if s.operator.startswith(">")):
@@ -81,11 +75,9 @@ def unsupported_message(version: str | None) -> str:
                "the plugin is built on)")
     elif version is not None:
         why = " (a verl this plugin has not been checked against: the trainer internals it relies on may have moved)"
-    return (
-        f"verl-hadw supports verl{VERL_RANGE}, but verl {version} is installed{why}. Install a supported verl "
-        f'(pip install "verl{VERL_RANGE}"; verl==0.9.1 is the version the project tests most), or a verl-hadw '
-        "release that supports this verl."
-    )
+    return (f"verl-hadw supports verl{VERL_RANGE}, but verl {version} is installed{why}. Install a supported verl "
+            f'(pip install "verl{VERL_RANGE}"; verl==0.9.1 is the version the project tests most), or a verl-hadw '
+            "release that supports this verl.")
 
 
 _REFUSED: set[str] = set()
@@ -107,13 +99,10 @@ def check() -> str:
 def support_summary(version: str | None) -> str:
     """What the plugin does on ``version``, a supported one (``verl-hadw doctor``)."""
     if has_checkpoint_callback():
-        return (
-            "v1 trainer: the checkpoint callback (trainer.checkpoint_callback_class=verl_hadw.verl.checkpoint_callback."
-            "HadwCheckpointCallback) checks the config before any worker starts and saves the anchor into every "
-            "global_step_N folder; legacy trainer (trainer.use_v1=false): per-step anchor snapshots"
-        )
-    return (
-        f"no checkpoint callback (trainer.checkpoint_callback_class needs verl>={CALLBACK_SINCE}): both trainers "
-        "save the anchor as per-step snapshots (<trainer.default_local_dir>/verl_hadw_anchor/step_N.json) and "
-        "restore it on resume; the config is checked at the first estimator call"
-    )
+        return ("v1 trainer: the checkpoint callback (trainer.checkpoint_callback_class=verl_hadw.verl."
+                "checkpoint_callback.HadwCheckpointCallback) checks the config before any worker starts and saves the "
+                "anchor into every global_step_N folder; legacy trainer (trainer.use_v1=false): per-step anchor "
+                "snapshots")
+    return (f"no checkpoint callback (trainer.checkpoint_callback_class needs verl>={CALLBACK_SINCE}): both trainers "
+            "save the anchor as per-step snapshots (<trainer.default_local_dir>/verl_hadw_anchor/step_N.json) and "
+            "restore it on resume; the config is checked at the first estimator call")

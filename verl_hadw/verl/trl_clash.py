@@ -1,10 +1,10 @@
 """Can verl 0.9 train beside the installed TRL? verl 0.9's FSDP workers import TRL's
 ``AutoModelForCausalLMWithValueHead`` whenever TRL is installed; TRL 1.x removed it, so there every verl actor fails
-at start-up (docs/trl.md). ``verl_hadw.cpu`` works around it for CPU runs, ``verl-hadw doctor`` warns elsewhere.
-"""
+at start-up (docs/trl.md). ``verl_hadw.cpu`` works around it for CPU runs, ``verl-hadw doctor`` warns elsewhere."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import warnings
@@ -19,13 +19,10 @@ def trl_has_value_head() -> bool:
     except (ImportError, ValueError):
         return False
     for module in ("trl.experimental.ppo", "trl"):
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # TRL warns on any import from trl.experimental
-                if hasattr(importlib.import_module(module), "AutoModelForCausalLMWithValueHead"):
-                    return True
-        except ImportError:
-            continue
+        with contextlib.suppress(ImportError), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # TRL warns on any import from trl.experimental
+            if hasattr(importlib.import_module(module), "AutoModelForCausalLMWithValueHead"):
+                return True
     return False
 
 
@@ -38,4 +35,5 @@ def verl_trl_clash() -> str | None:
     return None if trl_has_value_head() else (
         f"TRL {trl_version} is installed beside verl: verl 0.9's FSDP workers import TRL's "
         "AutoModelForCausalLMWithValueHead, which TRL 1.x removed, so verl training fails at start-up in this "
-        "environment (verl_hadw.cpu's CPU runs work around it). Keep the [trl] extra out of verl training environments.")
+        "environment (verl_hadw.cpu's CPU runs work around it). Keep the [trl] extra out of verl training "
+        "environments.")

@@ -20,15 +20,12 @@ def verl_key(option: str) -> str:
     return ALGORITHM_PREFIX + option
 
 
-_VERL_OWN = ("adv_estimator", "norm_adv_by_std_in_grpo")  # keys of verl's config: Hydra refuses "+" on them
-
-
 def _setting(option: str, value: Any) -> str:
-    return f"{'' if option in _VERL_OWN else '+'}{verl_key(option)}={yaml_value(value)}"
+    verls = option in ("adv_estimator", "norm_adv_by_std_in_grpo")  # keys of verl's config: Hydra refuses "+" on them
+    return f"{'' if verls else '+'}{verl_key(option)}={yaml_value(value)}"
 
 
 VERL = Terms(framework="verl", key=verl_key, setting=_setting, allow_missing_state=ALLOW_MISSING_STATE,
              fresh_anchor="(allow_missing_state=true: continuing with a fresh anchor)",
-             resume_elsewhere=RESUME_ELSEWHERE,
-             new_experiment="another trainer.default_local_dir, or trainer.resume_mode=disable",
-             anchor_tuning="another algorithm.hadw.anchor config")
+             resume_elsewhere=RESUME_ELSEWHERE, anchor_tuning="another algorithm.hadw.anchor config",
+             new_experiment="another trainer.default_local_dir, or trainer.resume_mode=disable")

@@ -58,9 +58,6 @@ EXPECTED = {
         "refused: multi_objective_aggregation='normalize_then_sum' normalises each reward on its own (GDPO)",
     "test_train_scale_rewards[batch]":
         "refused: scale_rewards='batch' has no counterpart in HA-DW (it normalises within each group)",
-    "test_warning_raised_all_rewards_none":
-        "refused: a completion no reward function scored (all returned None) has no place in its group's statistics "
-        "or the batch accuracy; TRL warns and scores it 0",
 }
 
 

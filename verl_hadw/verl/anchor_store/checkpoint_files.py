@@ -25,8 +25,7 @@ logger = logging.getLogger(__name__)
 
 
 class CheckpointFiles(Persistence):
-    """``trainer_config``: verl's ``trainer`` node (``resume_mode``, ``default_local_dir``, ``resume_from_path``);
-    ``options``: the run's options (``RunOptions.flat``), which every file records and a resume compares."""
+    """``trainer_config``: verl's ``trainer`` node; ``options``: ``RunOptions.flat``, which every file records."""
 
     handles_resume = True
     saves_into_checkpoints = True
@@ -75,8 +74,7 @@ class CheckpointFiles(Persistence):
         self.missing(cfg, f"{message}. Ways out: resume from {where}; or {ALLOW_MISSING_STATE}.", error)
 
     def check_estimator(self) -> None:
-        """Refuse a run without an anchor resumed from a checkpoint trained under another estimator (HA-DW's anchor
-        would be dropped): its file goes through the resume rules."""
+        """Refuse a run without an anchor resumed from a checkpoint trained under another estimator (e.g. HA-DW)."""
         folder = resolve_resume_dir(self.trainer_config)
         if folder is None:
             return

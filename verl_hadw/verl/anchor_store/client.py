@@ -33,8 +33,7 @@ class AnchorClient:
         # a back-end that handles resumes has restored, refused or warned; else the first trainer step tells
         self.restored = state is not None or self.persistence.handles_resume
         self.store = make_store(self.key, self.config, state)
-        self._step: int | None = None
-        self._call = 0
+        self._step, self._call = None, 0  # (step, call) of its last call; step None: none yet
         self.run: object | None = None  # the trainer run (fit() token) of its first trainer call
         self.owner: object | None = None  # the algorithm node of its run's calls (``open_client``)
 
@@ -79,8 +78,7 @@ class AnchorClient:
         return self._after(*self.next_ids(trainer_step, commit=False), correct, count)[0]
 
     def observe(self, correct: float, count: int, trainer_step: int | None = None) -> AnchorView:
-        """Add one call's Σ accuracy (``correct``) over ``count`` valid responses; returns the step's anchor view.
-        A call that raises leaves the anchor as it was (the step check and the snapshot go first)."""
+        """Add one call's Σ accuracy over ``count`` valid responses; a call that raises leaves the anchor as it was."""
         ids = self._step, self._call
         step, call = self.next_ids(trainer_step)
         try:
@@ -102,9 +100,8 @@ class AnchorClient:
 
 def open_client(cfg: HadwConfig, persistence: Persistence, first_step: int | None = None,
                 owner: object | None = None) -> AnchorClient:
-    """Build ``cfg.state_key``'s client with ``persistence`` (restoring from it), for the run whose estimator calls
-    pass ``owner`` (verl's ``algorithm`` node, by identity). An earlier client of the key is retired: a later call of
-    its run is refused."""
+    """Build ``cfg.state_key``'s client, restored from ``persistence``, for the run whose calls pass ``owner`` (verl's
+    ``algorithm`` node, by identity). An earlier client of the key is retired: a later call of its run is refused."""
     earlier = PROCESS.anchors.get(cfg.state_key)
     if earlier is not None and earlier._step is not None:
         PROCESS.retired_anchors.setdefault(cfg.state_key, []).append((earlier.owner, earlier._step))

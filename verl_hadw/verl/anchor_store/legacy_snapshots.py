@@ -46,7 +46,6 @@ class LegacySnapshots(Persistence):
     def snapshot_path(self, step: int, local_dir: str | None = None) -> str:
         return os.path.join(local_dir or self.local_dir, SNAPSHOT_DIR, f"step_{step}.json")
 
-    # --------------------------------------------------------------------------------------------- save
     def after_step(self, step: int, key: str, state: dict) -> None:
         """Write the anchor after step ``step``'s observation; drop snapshots of steps verl never saved."""
         if self.save_freq <= 0:  # verl never checkpoints
@@ -56,8 +55,9 @@ class LegacySnapshots(Persistence):
         if os.path.exists(data_pt):  # an older run's checkpoint of this step that verl is about to overwrite
             snapshot["replaces_data_pt_mtime_ns"] = os.stat(data_pt).st_mtime_ns
         write_state_file(self.snapshot_path(step), snapshot, VERL)
-        # verl saves synchronously inside step k: a step k < N without global_step_k/ was never checkpointed (its
-        # max_*_ckpt_to_keep removes only global_step_k/actor: a kept folder keeps its snapshot)
+        # verl internals (checked on verl 0.9.0, 0.9.1): it saves synchronously inside step k, so a step k < N without
+        # global_step_k/ was never checkpointed (max_*_ckpt_to_keep removes only global_step_k/actor: a kept folder
+        # keeps its snapshot); global_step_k/data.pt is the trainer's own file
         self._remove(lambda k: k < step and not os.path.isdir(os.path.join(self.local_dir, f"global_step_{k}")))
 
     def remove_through(self, step: int) -> None:
@@ -67,12 +67,10 @@ class LegacySnapshots(Persistence):
     def _remove(self, drop) -> None:
         folder = os.path.join(self.local_dir, SNAPSHOT_DIR)
         for name in os.listdir(folder) if os.path.isdir(folder) else ():
-            match = _SNAPSHOT.fullmatch(name)
-            if match is not None and drop(int(match[1])):
+            if (match := _SNAPSHOT.fullmatch(name)) is not None and drop(int(match[1])):
                 with contextlib.suppress(FileNotFoundError):
                     os.remove(os.path.join(folder, name))
 
-    # --------------------------------------------------------------------------------------------- load
     def load(self, cfg: HadwConfig, step: int | None) -> dict | None:
         """The anchor saved at step ``step - 1`` for the checkpoint verl resumed from (None: a fresh anchor)."""
         if step is None or step <= 1:
@@ -98,11 +96,9 @@ class LegacySnapshots(Persistence):
                                           f"checkpoint to resume from is now {folder} (step {step_of(folder)}): its "
                                           "tracker file changed after verl loaded its checkpoint. Give each run its "
                                           "own trainer.default_local_dir and restart.")
-        candidates = [] if folder is None else [
+        return folder, [] if folder is None else [
             self.snapshot_path(previous, os.path.dirname(os.path.normpath(folder))),  # written by this back-end
-            os.path.join(folder, STATE_FILE),  # a copied snapshot, or a checkpoint written by the v1 callback
-        ]
-        return folder, candidates
+            os.path.join(folder, STATE_FILE)]  # a copied snapshot, or a checkpoint written by the v1 callback
 
     def check_estimator(self, key: str, step: int) -> None:
         """``CheckpointFiles.check_estimator`` for a run resumed at ``step``, through its snapshot."""
@@ -118,8 +114,7 @@ class LegacySnapshots(Persistence):
             warn_unrecorded_checkpoint(folder, VERL)
 
     def _way_back(self, folder: str, anchor: bool) -> str | None:
-        """The newest earlier ``global_step_K`` (with ``actor/``) whose snapshot this run continues (``anchor``: it
-        keeps an HA-DW anchor), with verl's overrides."""
+        """The newest earlier ``global_step_K`` (with ``actor/``) whose snapshot this run continues, as overrides."""
         parent = os.path.dirname(os.path.normpath(folder))
         steps = (int(m[1]) for n in os.listdir(parent) if (m := re.fullmatch(r"global_step_(\d+)", n)))
         for k in sorted((k for k in steps if k < step_of(folder)), reverse=True):
@@ -141,9 +136,8 @@ class LegacySnapshots(Persistence):
         try:  # the v1 callback's checks: readable, complete, valid fields, the step verl resumes from
             saved = read_state_file(path, previous, VERL)
         except ValueError as exc:
-            raise AnchorFileError(
-                f"HA-DW anchor file {path} {exc} ({folder}). Ways out: {RESUME_ELSEWHERE}, or {ALLOW_MISSING_STATE}."
-            ) from exc
+            raise AnchorFileError(f"HA-DW anchor file {path} {exc} ({folder}). Ways out: {RESUME_ELSEWHERE}, or "
+                                  f"{ALLOW_MISSING_STATE}.") from exc
         replaced = saved.get("replaces_data_pt_mtime_ns")
         data_pt = os.path.join(folder, "data.pt")
         if replaced is not None and os.path.exists(data_pt) and os.stat(data_pt).st_mtime_ns == replaced:
@@ -160,19 +154,16 @@ def from_trainer(trainer, options: dict, who: str) -> LegacySnapshots | None:
     if not isinstance(local_dir, str):
         return None
     return LegacySnapshots(
-        local_dir=local_dir if os.path.isabs(local_dir) else os.path.join(os.getcwd(), local_dir),
+        local_dir=os.path.join(os.getcwd(), local_dir),  # as is when absolute
         resume_mode=str(trainer.get("resume_mode", "auto")), resume_from_path=trainer.get("resume_from_path"),
         save_freq=int(trainer.get("save_freq", -1)), options=options, trainer=who)
 
 
 def from_call(call: CallConfig) -> LegacySnapshots | None:
     """The snapshot back-end of a call's trainer; None without one, or where the checkpoint callback saves."""
-    if call.trainer is None:
+    legacy = call.trainer is not None and call.trainer.get("use_v1", True) is False
+    if call.trainer is None or not (legacy or not support.has_checkpoint_callback()):
         return None
-    if call.trainer.get("use_v1", True) is False:
-        who = "the legacy trainer (trainer.use_v1=false)"
-    elif not support.has_checkpoint_callback():
-        who = f"verl {support.installed_verl()}'s v1 trainer (no checkpoint callback before verl 0.9.1)"
-    else:
-        return None
+    who = ("the legacy trainer (trainer.use_v1=false)" if legacy else
+           f"verl {support.installed_verl()}'s v1 trainer (no checkpoint callback before verl 0.9.1)")
     return from_trainer(call.trainer, call.run.flat(), who)

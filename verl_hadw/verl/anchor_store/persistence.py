@@ -1,7 +1,6 @@
 """How the anchor survives a restart: the ``Persistence`` interface of the two back-ends (``checkpoint_files`` for
 verl's v1 checkpoint callback, ``legacy_snapshots`` where verl has no checkpoint hook), and ``resolve_resume_dir``,
-the ``global_step_N`` folder verl resumes from, found as verl finds it.
-"""
+the ``global_step_N`` folder verl resumes from, found as verl finds it."""
 
 from __future__ import annotations
 
@@ -42,20 +41,18 @@ class Persistence:
         missing_anchor(cfg, message, VERL, error)
 
 
-TRACKER = "latest_checkpointed_iteration.txt"  # verl's get_checkpoint_tracker_filename
+TRACKER = "latest_checkpointed_iteration.txt"  # verl internal: get_checkpoint_tracker_filename (verl 0.9.0, 0.9.1)
 
 
 def resolve_resume_dir(trainer_config) -> str | None:
     """The ``global_step_N`` folder verl's ``_load_checkpoint`` will resume from, or None (fresh start)."""
+    # verl internals: find_latest_ckpt_path, the trainers' private _load_checkpoint rules (checked on verl 0.9.0, 0.9.1)
     from verl.utils.checkpoint.checkpoint_manager import find_latest_ckpt_path
-
     mode = trainer_config.get("resume_mode", "auto")
     if mode == "disable":
         return None
     if mode == "auto":
-        folder = trainer_config.default_local_dir
-        if not os.path.isabs(folder):
-            folder = os.path.join(os.getcwd(), folder)
+        folder = os.path.join(os.getcwd(), trainer_config.default_local_dir)  # as is when absolute
         try:
             return find_latest_ckpt_path(folder)
         except ValueError:  # verl opens the tracker with "w", then writes: a kill in between leaves it empty
@@ -64,7 +61,7 @@ def resolve_resume_dir(trainer_config) -> str | None:
         path = trainer_config.get("resume_from_path")
         if not isinstance(path, str) or "global_step_" not in path:
             raise ConfigError(f"trainer.resume_from_path must name a global_step_N folder, got {path!r}")
-        return check_step_folder(path if os.path.isabs(path) else os.path.join(os.getcwd(), path), path)
+        return check_step_folder(os.path.join(os.getcwd(), path), path)
     raise ConfigError(f"trainer.resume_mode={mode!r} is not valid; choose one of: auto, disable, resume_path")
 
 
@@ -82,13 +79,10 @@ def _cut_tracker(local_dir: str) -> str:
             f"file. Ways out: {way}.")
 
 
-_STEP_FOLDER = re.compile(r"global_step_(\d+)")
-
-
 def check_step_folder(folder: str, given: str) -> str:
     """``folder`` if it is an existing ``.../global_step_N`` folder, else a ``ConfigError`` naming the one to use."""
     if not folder.split("global_step_")[-1].isdigit():
-        inside = [m for m in _STEP_FOLDER.finditer(folder) if folder[m.end() : m.end() + 1] in ("/", os.sep)]
+        inside = [m for m in re.finditer(r"global_step_\d+", folder) if folder[m.end() : m.end() + 1] in ("/", os.sep)]
         fix = f"set trainer.resume_from_path={folder[: inside[-1].end()]}" if inside else "name the folder itself"
         raise ConfigError(f"trainer.resume_from_path={given!r} does not end in a global_step_N folder (verl reads N "
                           f"from the path's end): {fix}.")

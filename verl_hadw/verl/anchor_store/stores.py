@@ -86,16 +86,13 @@ def _ray_session() -> tuple[str, str] | None:
 
 
 class RayStore:
-    """The anchor in a named Ray actor, set to exactly the client's restored state, with the driver's mirror of its
-    last state. An actor that died, or a Ray restart, rebuilds it from the mirror; after a Ray shutdown the anchor
-    continues in this process. Each counts one recovery; the trajectory is unchanged."""
+    """The anchor in a named Ray actor, with the driver's mirror of its last state: a dead actor or a Ray restart
+    rebuilds it from the mirror, a Ray shutdown continues it here (one recovery each; the trajectory is unchanged)."""
 
     def __init__(self, key: str, config: AnchorConfig, state: dict | None = None):
-        self.key, self.config = key, config
-        self.recoveries = 0
+        self.key, self.config, self.recoveries = key, config, 0
         self.local: AnchorService | None = None  # the anchor in this process, once Ray was shut down under it
-        self.session = _ray_session()
-        self.name = actor_name(key)
+        self.session, self.name = _ray_session(), actor_name(key)
         self.actor, self.mirror = self._create(state)
 
     def _create(self, state: dict | None, attempts: int = 3):

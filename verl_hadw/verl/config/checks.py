@@ -11,6 +11,7 @@ import re
 import warnings
 from typing import Any, Mapping
 
+import verl_hadw.verl.support as support
 from verl_hadw.core.errors import ConfigError, UnusedOptionsWarning
 from verl_hadw.core.options import SECTIONS, declarations
 from verl_hadw.verl.process_state import PROCESS
@@ -32,7 +33,6 @@ def _option_names() -> dict[str, str]:
 def _verl_algorithm_keys() -> frozenset[str]:
     """Keys verl's own ``algorithm`` node may hold (its ``AlgoConfig`` fields and Hydra's ``_target_``)."""
     from verl.trainer.config import AlgoConfig
-
     return frozenset({f.name for f in dataclasses.fields(AlgoConfig)} | {"_target_"})
 
 
@@ -111,16 +111,13 @@ def unused_options(algorithm: Any) -> list[str]:
         if estimator == "dgpo":
             shared.add("algorithm.hadw.log_metrics")
         unused += [k for k in set_keys(hadw, "algorithm.hadw") if k not in shared]
-    if estimator not in ("hadw", "dgpo"):
-        unused += set_keys(dgpo, "algorithm.dgpo")
-    elif estimator == "hadw" and hadw.get("base", "grpo") != "dgpo":
+    if estimator not in ("hadw", "dgpo") or (estimator == "hadw" and hadw.get("base", "grpo") != "dgpo"):
         unused += set_keys(dgpo, "algorithm.dgpo")
     return unused
 
 
 def check_algorithm(algorithm: Any, root: Any = None) -> list[str]:
-    """``check_sections``, then ``unused_options`` (returned), named in one ``UnusedOptionsWarning`` (Python shows it
-    once per process)."""
+    """``check_sections``, then ``unused_options`` (returned), named in one ``UnusedOptionsWarning``."""
     check_sections(algorithm, root)
     unused = unused_options(algorithm)
     if unused:
@@ -142,8 +139,7 @@ def is_our_callback(name: Any) -> bool:
     if not isinstance(name, str) or not name:
         return False
     try:  # a subclass of ours saves the anchor too
-        from verl.utils.import_utils import load_class_from_fqn
-
+        from verl.utils.import_utils import load_class_from_fqn  # verl internal (checked on verl 0.9.0, 0.9.1)
         mro = load_class_from_fqn(name).__mro__
     except Exception:  # verl reports a class it cannot load itself
         return False
@@ -151,10 +147,7 @@ def is_our_callback(name: Any) -> bool:
 
 
 def ignored_callback(algorithm: Any, trainer: Any, at_start: bool = False) -> str | None:
-    """The notice for ``trainer.checkpoint_callback_class`` on verl 0.9.0, which ignores the key (None: not so);
-    ``at_start``: said by the start-up check."""
-    import verl_hadw.verl.support as support
-
+    """The notice for ``trainer.checkpoint_callback_class`` on verl 0.9.0, which ignores the key (None: not so)."""
     name = trainer.get("checkpoint_callback_class", None) if hasattr(trainer, "get") else None
     if not name or support.has_checkpoint_callback():
         return None
@@ -168,9 +161,7 @@ def ignored_callback(algorithm: Any, trainer: Any, at_start: bool = False) -> st
 
 def unsaved_anchor(algorithm: Any, trainer: Any) -> str | None:
     """The warning for an HA-DW run on verl >= 0.9.1's v1 trainer that saves checkpoints without the checkpoint
-    callback, so its anchor is in none (None: not so). ``trainer``: verl's ``trainer`` node (None: unknown)."""
-    import verl_hadw.verl.support as support
-
+    callback, so its anchor is in none (None: not so, or ``trainer`` unknown)."""
     estimator = algorithm.get("adv_estimator", "gae") if hasattr(algorithm, "get") else None
     if estimator != "hadw" or trainer is None or not hasattr(trainer, "get"):
         return None
@@ -203,10 +194,9 @@ def drops_groups(config) -> bool:
 
 
 def check_filter_groups(config, run: Any = None) -> None:
-    """Refuse HA-DW with DAPO's dynamic sampling on a v1 trainer, unless the anchor is fixed (``config``: verl's
-    full config; ``run``: its parsed ``RunOptions``, if known)."""
-    # verl 0.9.1's v1 replay buffer drops the all-correct and all-wrong groups inside ReplayBuffer.sample, before
-    # the advantage; the estimator never sees them, and no hook reports them (a custom sampler disables the filter)
+    """Refuse HA-DW with DAPO's dynamic sampling on a v1 trainer, unless the anchor is fixed (``config``: verl's)."""
+    # verl internal (checked on verl 0.9.0, 0.9.1): the v1 replay buffer drops the all-correct and all-wrong groups
+    # in ReplayBuffer.sample, before the advantage, and no hook reports them (a custom sampler disables the filter)
     if config.algorithm.get("adv_estimator") != "hadw" or not drops_groups(config):
         return
     # without ``run``, read as written: a typo elsewhere in the section is another problem, reported on its own
@@ -222,10 +212,8 @@ def check_filter_groups(config, run: Any = None) -> None:
 
 def check_dgpo_options_under_gdpo(algorithm: Any) -> None:
     """Refuse verl's ``gdpo`` estimator (multi-reward GDPO) with ``algorithm.dgpo.*`` set, which it never reads."""
-    if not hasattr(algorithm, "get") or algorithm.get("adv_estimator") != "gdpo":
-        return
-    dgpo = set_keys(section_of(algorithm, "dgpo"), "algorithm.dgpo")
-    if dgpo:
+    gdpo = hasattr(algorithm, "get") and algorithm.get("adv_estimator") == "gdpo"
+    if dgpo := set_keys(section_of(algorithm, "dgpo"), "algorithm.dgpo") if gdpo else []:
         raise ConfigError(
             f"algorithm.adv_estimator=gdpo with {', '.join(dgpo)} set: did you mean algorithm.adv_estimator=dgpo? "
             "verl's gdpo (GDPO, multi-reward normalisation) never reads algorithm.dgpo; set "

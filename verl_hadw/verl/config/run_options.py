@@ -7,6 +7,9 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
 from verl_hadw.core import options as core_options
 from verl_hadw.core.anchor.compatibility import flat_options
 from verl_hadw.core.errors import ConfigError
@@ -36,15 +39,14 @@ class RunOptions:
 
 
 def parse_run(algorithm: Mapping | None) -> RunOptions:
-    """The run's ``RunOptions`` from verl's ``algorithm`` section (None: every default); ``ConfigError`` on a bad key."""
+    """The run's ``RunOptions`` from verl's ``algorithm`` section (None: the defaults); ``ConfigError`` on a bad key."""
     algorithm = {} if algorithm is None else algorithm
     estimator = algorithm.get("adv_estimator", "gae")
     norm_by_std = core_options.plain_value(algorithm.get("norm_adv_by_std_in_grpo", True))
     if not isinstance(norm_by_std, bool):
         raise ConfigError(f"algorithm.norm_adv_by_std_in_grpo must be true or false, got {norm_by_std!r}.")
-    hadw = core_options.parse_section("hadw", algorithm.get("hadw"), VERL.key)
-    dgpo = core_options.parse_section("dgpo", algorithm.get("dgpo"), VERL.key)
-    return RunOptions(str(estimator) if estimator is not None else None, hadw, dgpo, norm_by_std)
+    sections = (core_options.parse_section(s, algorithm.get(s), VERL.key) for s in ("hadw", "dgpo"))
+    return RunOptions(str(estimator) if estimator is not None else None, *sections, norm_by_std)
 
 
 @dataclass(frozen=True, eq=False)
@@ -62,8 +64,6 @@ def plain_algorithm(config: Any) -> dict:
     if config is None:
         return {}
     if type(config).__module__.startswith("omegaconf"):
-        from omegaconf import OmegaConf
-
         node = OmegaConf.to_container(config, resolve=True)
         if isinstance(node, dict):
             return node
@@ -76,12 +76,10 @@ def plain_algorithm(config: Any) -> dict:
 
 def trainer_of(algorithm: Any) -> Any:
     """verl's ``trainer`` node beside the ``algorithm`` node verl passes (None: a plain dict or a detached node)."""
-    from omegaconf import DictConfig, OmegaConf
-    from omegaconf.errors import OmegaConfBaseException
-
     if not isinstance(algorithm, DictConfig):
         return None
     try:
+        # verl internal: the trainers pass config.algorithm, a child of the full config (checked on verl 0.9.0, 0.9.1)
         trainer = OmegaConf.select(algorithm, "..trainer", default=None)
     except OmegaConfBaseException:  # the node has no parent
         return None
@@ -103,8 +101,7 @@ def _frozen(value: Any) -> Any:
 
 def read_call(config: Any) -> CallConfig:
     """The one read of a call's ``config`` (verl's ``algorithm`` node), parsed and checked once per configuration."""
-    algorithm = plain_algorithm(config)
-    trainer = trainer_of(config)
+    algorithm, trainer = plain_algorithm(config), trainer_of(config)
     saving = None if trainer is None else tuple(trainer.get(k, None) for k in _SAVING)
     key = (_frozen(algorithm), saving)
     checked = PROCESS.checked_configs
