@@ -7,7 +7,9 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
+import math
 import numbers
+import textwrap
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
@@ -18,7 +20,8 @@ from verl_hadw.core.options import DgpoConfig, HadwConfig, declarations, parse_s
 from verl_hadw.core.terms import Terms
 
 __all__ = ["ESTIMATORS", "ADAPTER_FIELDS", "KEYWORDS", "FLAGS", "YAML", "declared_fields", "closest_field", "spelled",
-           "hf_terms", "check_accuracy_index", "OptionFields"]
+           "hf_terms", "check_accuracy_index", "OptionFields",
+           "parameters_doc"]
 
 ESTIMATORS = ("hadw", "dgpo")
 ADAPTER_FIELDS = ("adv_estimator", "accuracy_reward_index")  # the adapters' own fields, beside the declared ones
@@ -95,6 +98,16 @@ def check_accuracy_index(index: int | None, names: list[str], terms: Terms) -> N
             "leave it unset.")
 
 
+def _help(path: str) -> dict[str, str]:
+    """A field's help: the declaration's doc, then its valid values (the field is ``path`` with ``_`` for ``.``)."""
+    m = declarations()[path].metadata
+    lo, hi = m["lo"], m["hi"]
+    valid = {"integer": f">= {lo:g}", "init": "'first_batch' or [0, 1]"}.get(m["kind"], "")
+    if m["kind"] == "number":
+        valid = f"{'>' if m['lo_open'] else '>='} {lo:g}" if hi == math.inf else f"[{lo:g}, {hi:g}]"
+    return {"help": f"{m['doc']}." + (f" Valid: {valid}." if valid else "")}
+
+
 @dataclass
 class OptionFields:
     """HA-DW's and DGPO's options as flat fields, declared once for TRL's config, ms-swift's arguments and Axolotl's
@@ -107,62 +120,33 @@ class OptionFields:
         "help": "the advantage estimator: hadw (HA-DW; over DGPO with hadw_base dgpo) | dgpo."})
     accuracy_reward_index: int | None = field(default=None, metadata={
         "help": "which of the reward_funcs is the accuracy; unset: the combined reward, binary or thresholded."})
-    hadw_lambda_scale: float = field(default=1.3, metadata={
-        "help": "scale of every difficulty weight on the advantage; 1.3 is the paper's best (λ_scale, Eq. 16, "
-        "Table 7). Valid: > 0.0."})
-    hadw_state_key: str = field(default="default", metadata={
-        "help": "the name the anchor is saved and restored under; give each experiment its own."})
-    hadw_success_threshold: float | None = field(default=None, metadata={
-        "help": "required when rewards are not binary: a score above it counts as correct."})
-    hadw_base: Literal["grpo", "dgpo"] = field(default="grpo", metadata={
-        "help": "the advantage HA-DW reweights: grpo | dgpo (DGPO's advantage)."})
-    hadw_difficulty_from: Literal["accuracy", "reward"] = field(default="accuracy", metadata={
-        "help": "what difficulty is read from: accuracy, the share of correct responses (paper) | reward, the mean "
-        "reward (released code)."})
-    hadw_normalize_phi: bool = field(default=False, metadata={
-        "help": "rescale the difficulty weights to mean 1 over each call's valid responses (Φ, Eq. 16)."})
-    hadw_allow_missing_state: bool = field(default=False, metadata={
-        "help": "resume without an anchor file: start a fresh anchor (with a warning)."})
-    hadw_log_metrics: bool = field(default=True, metadata={
-        "help": "add hadw/* and dgpo/* to the trainer's logged metrics (both estimators)."})
-    hadw_epsilon: float = field(default=1e-06, metadata={
-        "help": "added to GRPO's standard deviation, so that it never divides by zero. Valid: > 0.0."})
-    hadw_anchor_mode: Literal["kalman", "moving_average", "fixed"] = field(default="kalman", metadata={
-        "help": "how the anchor follows accuracy: kalman (Eqs. 8-12) | moving_average (App. F) | fixed (Table 2)."})
-    hadw_anchor_eta: float = field(default=16.0, metadata={
-        "help": "how fast the anchor follows accuracy; 16 by measurement, see docs/choices.md (η, Eq. 11). "
-        "Valid: >= 0.0."})
-    hadw_anchor_window: int = field(default=10, metadata={
-        "help": "how many past steps the anchor's spread or average reads (m, Eqs. 9-10; h, App. F). Valid: >= 1."})
-    hadw_anchor_sigma_source: Literal["anchor", "accuracy"] = field(default="anchor", metadata={
-        "help": "the spread that sets the anchor's speed: anchor, of its past values (paper) | accuracy, of past "
-        "accuracies (σ_t, Eq. 10)."})
-    hadw_anchor_sigma_warmup: float = field(default=1.0, metadata={
-        "help": "the spread used until two past values exist; the paper gives none (σ_t, Eq. 10). Valid: >= 0.0."})
-    hadw_anchor_eta_min: float = field(default=0.05, metadata={
-        "help": "the anchor's slowest speed; 0 follows the paper and can freeze the anchor (floor of η_t, Eq. 11). "
-        "Valid: [0, 1]."})
-    hadw_anchor_init: float | str | None = field(default="first_batch", metadata={
-        "help": "the starting anchor: first_batch, the first call's accuracy, or a number in [0, 1] (C⁻ of step 1). "
-        "Valid: 'first_batch' or [0, 1]."})
-    hadw_anchor_include_current: bool = field(default=False, metadata={
-        "help": "moving_average: count the current step's accuracy in the anchor, as the released code does."})
-    hadw_anchor_fixed_value: float = field(default=0.5, metadata={
-        "help": "the constant anchor of mode fixed. Valid: [0.0, 1.0]."})
-    dgpo_dgae: bool = field(default=True, metadata={
-        "help": "divide the advantage by the group's mean absolute deviation; false: by its standard deviation, as "
-        "GRPO (Eqs. 4-5)."})
-    dgpo_dqw: bool = field(default=True, metadata={
-        "help": "weight each question by its difficulty, harder ones more (Eq. 6)."})
-    dgpo_temperature: float = field(default=2.0, metadata={
-        "help": "how sharply the question weights favour hard questions; lower is sharper (T, Eq. 6). Valid: > 0.0."})
-    dgpo_valid_token_norm: bool = field(default=True, metadata={
-        "help": "average the loss over the tokens of groups whose scores differ, folded into the advantages (Eq. 3)."})
-    dgpo_success_threshold: float | None = field(default=None, metadata={
-        "help": "when rewards are not binary: a score above it counts as correct for the question weights."})
-    dgpo_epsilon: float = field(default=1e-06, metadata={
-        "help": "added to the mean absolute deviation or standard deviation, so that it never divides by zero. "
-        "Valid: > 0.0."})
+    hadw_lambda_scale: float = field(default=1.3, metadata=_help("hadw.lambda_scale"))
+    hadw_state_key: str = field(default="default", metadata=_help("hadw.state_key"))
+    hadw_success_threshold: float | None = field(default=None, metadata=_help("hadw.success_threshold"))
+    hadw_base: Literal["grpo", "dgpo"] = field(default="grpo", metadata=_help("hadw.base"))
+    hadw_difficulty_from: Literal["accuracy", "reward"] = field(
+        default="accuracy", metadata=_help("hadw.difficulty_from"))
+    hadw_normalize_phi: bool = field(default=False, metadata=_help("hadw.normalize_phi"))
+    hadw_allow_missing_state: bool = field(default=False, metadata=_help("hadw.allow_missing_state"))
+    hadw_log_metrics: bool = field(default=True, metadata=_help("hadw.log_metrics"))
+    hadw_epsilon: float = field(default=1e-06, metadata=_help("hadw.epsilon"))
+    hadw_anchor_mode: Literal["kalman", "moving_average", "fixed"] = field(
+        default="kalman", metadata=_help("hadw.anchor.mode"))
+    hadw_anchor_eta: float = field(default=16.0, metadata=_help("hadw.anchor.eta"))
+    hadw_anchor_window: int = field(default=10, metadata=_help("hadw.anchor.window"))
+    hadw_anchor_sigma_source: Literal["anchor", "accuracy"] = field(
+        default="anchor", metadata=_help("hadw.anchor.sigma_source"))
+    hadw_anchor_sigma_warmup: float = field(default=1.0, metadata=_help("hadw.anchor.sigma_warmup"))
+    hadw_anchor_eta_min: float = field(default=0.05, metadata=_help("hadw.anchor.eta_min"))
+    hadw_anchor_init: float | str | None = field(default="first_batch", metadata=_help("hadw.anchor.init"))
+    hadw_anchor_include_current: bool = field(default=False, metadata=_help("hadw.anchor.include_current"))
+    hadw_anchor_fixed_value: float = field(default=0.5, metadata=_help("hadw.anchor.fixed_value"))
+    dgpo_dgae: bool = field(default=True, metadata=_help("dgpo.dgae"))
+    dgpo_dqw: bool = field(default=True, metadata=_help("dgpo.dqw"))
+    dgpo_temperature: float = field(default=2.0, metadata=_help("dgpo.temperature"))
+    dgpo_valid_token_norm: bool = field(default=True, metadata=_help("dgpo.valid_token_norm"))
+    dgpo_success_threshold: float | None = field(default=None, metadata=_help("dgpo.success_threshold"))
+    dgpo_epsilon: float = field(default=1e-06, metadata=_help("dgpo.epsilon"))
 
     def check_adapter_fields(self) -> None:
         """Check ``adv_estimator``, ``accuracy_reward_index`` and every declared field (the core's parser)."""
@@ -257,3 +241,13 @@ class OptionFields:
         return flat_options(self.hadw_options(), self.dgpo_options(), self.norm_by_std(), self.adv_estimator,
                             accuracy_index=self.accuracy_reward_index, reward_weights=reward_weights,
                             reward_funcs=reward_funcs)
+
+
+def parameters_doc() -> str:
+    """The fields as the Parameters of a config's docstring, in TRL's layout (name, type and default; its help)."""
+    lines = []
+    for f in dataclasses.fields(OptionFields):
+        default = f'"{f.default}"' if isinstance(f.default, str) else f.default
+        lines += [f"        {f.name} (`{f.type}`, defaults to `{default}`):",
+                  *textwrap.wrap(f.metadata["help"], 116, initial_indent=" " * 12, subsequent_indent=" " * 12)]
+    return "\n".join(lines) + "\n"
