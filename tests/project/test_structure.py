@@ -33,8 +33,8 @@ PACKAGES = {
     # the config's jobs: one read per call, the parse, the checks
     "verl.config": (["verl_hadw.verl.config"], ["core", "top", "verl.base"]),
     # the entry modules both subpackages build on: verl's words, the process state (and verl's current step), the
-    # installed verl against the range (read without importing verl), whether verl's workers start beside TRL
-    "verl.base": ([f"verl_hadw.verl.{m}" for m in ("verl_terms", "process_state", "support", "trl_clash")],
+    # installed verl against the range (read without importing verl) and whether verl's workers start beside TRL
+    "verl.base": ([f"verl_hadw.verl.{m}" for m in ("verl_terms", "process_state", "support")],
                   ["core", "top"]),
     # what the HF-Trainer-based adapters share: the core and transformers only
     "hf_trainer": (["verl_hadw.hf_trainer"], ["core", "top"]),

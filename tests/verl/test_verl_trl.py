@@ -8,15 +8,15 @@ import importlib.util
 
 import pytest
 
-from verl_hadw.verl import trl_clash
+from verl_hadw.verl import support
 
 
 def test_the_installed_trl_lacks_what_verl_imports_and_doctor_says_so():
     from importlib.metadata import version
 
     assert int(version("trl").split(".")[0]) >= 1
-    assert not trl_clash.trl_has_value_head()
-    assert "AutoModelForCausalLMWithValueHead" in trl_clash.verl_trl_clash()
+    assert not support.trl_has_value_head()
+    assert "AutoModelForCausalLMWithValueHead" in support.verl_trl_clash()
 
 
 def test_verl_fails_without_the_patch_and_starts_with_it():
@@ -40,4 +40,4 @@ def test_verl_fails_without_the_patch_and_starts_with_it():
 def test_no_trl_no_clash(monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "trl" else real(name, *a))
-    assert not trl_clash.trl_has_value_head()
+    assert not support.trl_has_value_head()

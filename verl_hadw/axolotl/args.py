@@ -11,8 +11,6 @@ from pydantic import BaseModel, Field, model_validator
 
 from verl_hadw.hf_trainer.option_fields import OptionFields
 
-__all__ = ["HELP", "HadwArgs"]
-
 HELP = {f.name: f.metadata["help"] for f in dataclasses.fields(OptionFields)}  # the option field -> its help
 
 

@@ -11,9 +11,6 @@ from verl_hadw.hf_trainer.checks import LossTypes, in_range, installed
 from verl_hadw.hf_trainer.option_fields import YAML
 from verl_hadw.hf_trainer.trl_trainer import TRL_LOSSES, check_trl_settings
 
-__all__ = ["TRAINER_PATH", "TRL_KEYS", "REFUSED_SETTINGS", "LOSS_TYPES", "check_axolotl_version", "check_config",
-           "check_trainer_args"]
-
 TRAINER_PATH = "verl_hadw.axolotl.grpo_trainer.HadwAxolotlGRPOTrainer"  # the plugin sets trainer_cls to it
 TRL_KEYS = {key: f"trl.{key}" for key in (  # TRL's settings the messages name, in Axolotl's trl: section
     "loss_type", "scale_rewards", "reward_weights", "multi_objective_aggregation", "mask_truncated_completions")}
@@ -36,8 +33,8 @@ REFUSED_SETTINGS: list[tuple[str, Callable[[Any], bool], str, str]] = [
     ("trl.async_prefetch, trl.use_data_producer",
      lambda c: bool(_trl(c, "async_prefetch") or _trl(c, "use_data_producer")),
      "they select AxolotlAsyncGRPOTrainer, which computes GRPO's advantages in its data producer, for batches "
-     "generated ahead of the step that trains on them (and streamed, replayed or re-rolled), so the anchor's y_t "
-     "would not be the trained step's", "set both to false"),
+     "generated ahead of the step that trains on them (and streamed, replayed or re-rolled), so the anchor's batch "
+     "accuracy would not be the trained step's", "set both to false"),
     ("trl.use_liger_loss", lambda c: bool(_trl(c, "use_liger_loss")),
      "Liger's fused GRPO loss is not checked against DGPO's valid-token averaging and needs a GPU, where the adapter "
      "is not proven", "set trl.use_liger_loss: false"),

@@ -9,8 +9,6 @@ from dataclasses import dataclass
 from verl_hadw.axolotl.checks import TRL_KEYS
 from verl_hadw.hf_trainer.option_fields import ADAPTER_FIELDS, YAML, OptionFields, hf_terms
 
-__all__ = ["KEYS", "AXOLOTL", "HadwTrainingArgs", "option_values"]
-
 # the option field -> its YAML key: every key the plugin adds starts with hadw_ or dgpo_, none bare beside Axolotl's
 KEYS = {f.name: f"hadw_{f.name}" if f.name in ADAPTER_FIELDS else f.name for f in dataclasses.fields(OptionFields)}
 AXOLOTL = hf_terms("Axolotl", YAML, resume_from="resume_from_checkpoint: <its folder>",

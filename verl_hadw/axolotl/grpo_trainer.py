@@ -12,8 +12,6 @@ from verl_hadw.core.errors import ConfigError
 from verl_hadw.hf_trainer.option_fields import OptionFields
 from verl_hadw.hf_trainer.trl_trainer import TrlTrainerHooks
 
-__all__ = ["HadwAxolotlGRPOTrainer"]
-
 
 class HadwAxolotlGRPOTrainer(TrlTrainerHooks, AxolotlGRPOTrainer):
     """``AxolotlGRPOTrainer`` whose advantages are HA-DW's or DGPO's (``args``: Axolotl's GRPO config, which holds

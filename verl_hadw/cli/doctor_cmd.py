@@ -57,7 +57,7 @@ def doctor(_args: argparse.Namespace) -> int:
         print(f"[FAIL] ray: {exc}")
         problems.append("install ray")
 
-    from verl_hadw.verl.trl_clash import verl_trl_clash
+    from verl_hadw.verl.support import verl_trl_clash
 
     clash = verl_trl_clash()  # a warning, not a failure: TRL users of the [trl] extra do not train with verl here
     fine = "no clash (TRL absent, or it has what verl imports)"

@@ -10,8 +10,7 @@ def frozen_anchor_message(window: int, posterior: float, batch_acc: float, key, 
         f"HA-DW anchor{name} is frozen: it moved < 1e-3 over {window} steps while the batch accuracy is > 0.05 away "
         f"from it (anchor {posterior:.4f}, accuracy {batch_acc:.4f}). The anchor's speed follows how much it moved "
         f"lately, so an anchor that stops can stay stopped; raise {key('hadw.anchor.eta')}, set "
-        f"{key('hadw.anchor.sigma_source')}=accuracy or {key('hadw.anchor.eta_min')} > 0."
-    )
+        f"{key('hadw.anchor.sigma_source')}=accuracy or {key('hadw.anchor.eta_min')} > 0.")
 
 
 class ConfigError(ValueError):

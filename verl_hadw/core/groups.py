@@ -60,8 +60,7 @@ def tensor_ids_where(index: torch.Tensor, valid: torch.Tensor):
 
 def group_ids(index, device, sorted_ids: bool = True) -> tuple[torch.Tensor, int]:
     """(n,) group ids in [0, G) on ``device`` of the labels ``index`` (n,), and G; equal labels are one group.
-    ``sorted_ids``: number the groups in a canonical label order, independent of the row order (False: by first
-    appearance)."""
+    ``sorted_ids``: groups numbered in a canonical label order, whatever the row order (False: by first appearance)."""
     if isinstance(index, torch.Tensor):
         ids, nan = tensor_ids_where(index, torch.ones(index.numel(), dtype=torch.bool, device=index.device))
         if nan is not None and bool(nan):
@@ -254,8 +253,7 @@ def _build(token_level_rewards, response_mask, index, pad: torch.Tensor, sorted_
 
 
 def _check_step_by_step(token_level_rewards, response_mask, index) -> torch.Tensor:
-    """Raise the first problem of the batch, naming rows and remedy (a host read per check); without one, return
-    the (n,) valid rows."""
+    """Raise the batch's first problem, naming rows and remedy (a host read per check); else its (n,) valid rows."""
     if response_mask.is_floating_point() and response_mask.numel():  # int and bool masks (verl's) are not read
         outside = ~((response_mask >= 0) & (response_mask <= 1))  # NaN too
         if bool(outside.any()):
@@ -263,8 +261,7 @@ def _check_step_by_step(token_level_rewards, response_mask, index) -> torch.Tens
             example = response_mask[bad[0]][outside[bad[0]]][:3].tolist()
             raise ValueError(
                 f"response_mask has values outside [0, 1] (e.g. {example}) in rows {bad}: it must be 1 on response "
-                "tokens and 0 elsewhere (verl's is the response part of attention_mask); check the code that built it"
-            )
+                "tokens and 0 elsewhere (verl's is the response part of attention_mask); check the code that built it")
     rows = (response_mask != 0).any(dim=-1).nonzero().squeeze(-1)
     if rows.numel() == 0:
         raise ValueError(f"the batch has {response_mask.shape[0]} rows but none with a response token (all padding)")
@@ -277,8 +274,7 @@ def _check_step_by_step(token_level_rewards, response_mask, index) -> torch.Tens
             f"the rewards of rows {bad[:5].tolist()} are finite but their sum over the response (the score) overflows "
             f"{dtype} (largest finite value {torch.finfo(dtype).max:.6g}): cast token_level_rewards to float32 before "
             "the advantage (verl's reward is float32 unless the reward code casts it), or rescale the reward "
-            "function's output"
-        )
+            "function's output")
     if bad.numel():
         raise ValueError(f"non-finite (NaN/Inf) rewards in rows {bad[:5].tolist()}: check the reward function's output")
     labels = index[rows.to(index.device)] if isinstance(index, torch.Tensor) else index[rows.cpu().numpy()]
@@ -290,8 +286,7 @@ def _check_step_by_step(token_level_rewards, response_mask, index) -> torch.Tens
         raise ValueError(
             f"rewards too large for the float32 group statistics (e.g. {scores[worst].tolist()} in rows "
             f"{rows[worst].tolist()}): their std overflows float32 (|score - group mean| must stay below ~1e19). "
-            "Rescale the reward function's output"
-        )
+            "Rescale the reward function's output")
     return rows
 
 

@@ -1,7 +1,6 @@
 """HA-DW's and DGPO's options (verl: ``algorithm.hadw`` / ``algorithm.dgpo``; TRL, ms-swift and Axolotl:
 ``hadw_*`` / ``dgpo_*``), each declared once with its default, range and doc; the parser of plain mappings; the docs'
-options block.
-"""
+options block."""
 
 from __future__ import annotations
 
@@ -38,9 +37,8 @@ class AnchorConfig:
                        "fixed (Table 2)", kind="choice", choices=("kalman", "moving_average", "fixed"))
     # The paper gives no η; 16 tracks accuracy with an 11-21 step rise time for batch-accuracy noise 0.005-0.05, η <= 1
     # freezes the anchor (benchmarks/anchor_time_constant.py).
-    eta: float = option(
-        16.0, "how fast the anchor follows accuracy; 16 by measurement, see docs/choices.md (η, Eq. 11)", kind="number",
-        lo=0.0)
+    eta: float = option(16.0, "how fast the anchor follows accuracy; 16 by measurement, see docs/choices.md "
+                        "(η, Eq. 11)", kind="number", lo=0.0)
     window: int = option(10, "how many past steps the anchor's spread or average reads (m, Eqs. 9-10; h, App. F)",
                          kind="integer", lo=1)
     sigma_source: str = option(
@@ -49,14 +47,12 @@ class AnchorConfig:
     sigma_warmup: float = option(1.0, "the spread used until two past values exist; the paper gives none (σ_t, Eq. 10)",
                                  kind="number", lo=0.0)
     # eta_min keeps C_t following y_t where equal first accuracies give σ_t = 0, so η_t = 0 forever (anchor_freeze.py)
-    eta_min: float = option(
-        0.05, "the anchor's slowest speed; 0 follows the paper and can freeze the anchor (floor of η_t, Eq. 11)",
-        kind="number", lo=0.0, hi=1.0)
+    eta_min: float = option(0.05, "the anchor's slowest speed; 0 follows the paper and can freeze the anchor "
+                            "(floor of η_t, Eq. 11)", kind="number", lo=0.0, hi=1.0)
     init: Any = option("first_batch", "the starting anchor: first_batch, the first call's accuracy, or a number in "
                        "[0, 1] (C⁻ of step 1)", kind="init")
-    include_current: bool = option(
-        False, "moving_average: count the current step's accuracy in the anchor, as the released code does",
-        kind="flag")
+    include_current: bool = option(False, "moving_average: count the current step's accuracy in the anchor, as the "
+                                   "released code does", kind="flag")
     fixed_value: float = option(0.5, "the constant anchor of mode fixed", kind="number", lo=0.0, hi=1.0)
 
 
@@ -64,31 +60,25 @@ class AnchorConfig:
 class DgpoConfig:
     """``algorithm.dgpo``: DGPO switches (MathForge §3.1, Table 3 ablation)."""
 
-    dgae: bool = option(
-        True, "divide the advantage by the group's mean absolute deviation; false: by its standard deviation, as GRPO "
-        "(Eqs. 4-5)", kind="flag")
+    dgae: bool = option(True, "divide the advantage by the group's mean absolute deviation; false: by its standard "
+                        "deviation, as GRPO (Eqs. 4-5)", kind="flag")
     dqw: bool = option(True, "weight each question by its difficulty, harder ones more (Eq. 6)", kind="flag")
-    temperature: float = option(
-        2.0, "how sharply the question weights favour hard questions; lower is sharper (T, Eq. 6)", kind="number",
-        lo=0.0, lo_open=True)
-    valid_token_norm: bool = option(
-        True, "average the loss over the tokens of groups whose scores differ, folded into the advantages (Eq. 3)",
-        kind="flag")
-    success_threshold: float | None = option(
-        None, "when rewards are not binary: a score above it counts as correct for the question weights",
-        kind="threshold")
-    epsilon: float = option(
-        1e-6, "added to the mean absolute deviation or standard deviation, so that it never divides by zero",
-        kind="number", lo=0.0, lo_open=True)
+    temperature: float = option(2.0, "how sharply the question weights favour hard questions; lower is sharper "
+                                "(T, Eq. 6)", kind="number", lo=0.0, lo_open=True)
+    valid_token_norm: bool = option(True, "average the loss over the tokens of groups whose scores differ, folded into "
+                                    "the advantages (Eq. 3)", kind="flag")
+    success_threshold: float | None = option(None, "when rewards are not binary: a score above it counts as correct "
+                                             "for the question weights", kind="threshold")
+    epsilon: float = option(1e-6, "added to the mean absolute deviation or standard deviation, so that it never "
+                            "divides by zero", kind="number", lo=0.0, lo_open=True)
 
 
 @dataclass(frozen=True)
 class HadwConfig:
     """``algorithm.hadw``: HA-DW options (§3, Eqs. 7-17)."""
 
-    lambda_scale: float = option(
-        1.3, "scale of every difficulty weight on the advantage; 1.3 is the paper's best (λ_scale, Eq. 16, Table 7)",
-        kind="number", lo=0.0, lo_open=True)
+    lambda_scale: float = option(1.3, "scale of every difficulty weight on the advantage; 1.3 is the paper's best "
+                                 "(λ_scale, Eq. 16, Table 7)", kind="number", lo=0.0, lo_open=True)
     state_key: str = option("default", "the name the anchor is saved and restored under; give each experiment its own",
                             kind="text")
     success_threshold: float | None = option(
@@ -115,11 +105,10 @@ SECTIONS: dict[str, type] = {"hadw": HadwConfig, "dgpo": DgpoConfig}  # option p
 def _walk(cls: type, path: str) -> dict[str, dataclasses.Field]:
     out = {}
     for f in dataclasses.fields(cls):
-        if "kind" not in f.metadata:
-            continue
-        out[f"{path}.{f.name}"] = f
-        if f.metadata["kind"] == "section":
-            out.update(_walk(f.default_factory, f"{path}.{f.name}"))
+        if "kind" in f.metadata:
+            out[f"{path}.{f.name}"] = f
+            if f.metadata["kind"] == "section":
+                out.update(_walk(f.default_factory, f"{path}.{f.name}"))
     return out
 
 
@@ -127,14 +116,11 @@ def _walk(cls: type, path: str) -> dict[str, dataclasses.Field]:
 def declarations() -> dict[str, dataclasses.Field]:
     """Every declaration by option path (``"hadw.lambda_scale"``, ``"hadw.anchor"``, ``"hadw.anchor.eta"``), in
     declaration order: what the parser, the start-up checks, the resume rules and the docs read."""
-    out = {}
-    for section, cls in SECTIONS.items():
-        out.update(_walk(cls, section))
-    return out
+    return {path: f for section, cls in SECTIONS.items() for path, f in _walk(cls, section).items()}
 
 
-def _to_dict(node: Any, where: str) -> dict:
-    """A section's values as a dict: a mapping (an adapter's plain node), a dataclass, or None (absent)."""
+def plain_dict(node: Any, where: str) -> dict:
+    """A section's values (a mapping, a dataclass; None: absent) as a dict; ``where`` names it in the error."""
     if node is None:
         return {}
     if isinstance(node, Mapping):
@@ -190,8 +176,7 @@ def _check(value: Any, f: dataclasses.Field, key: str) -> Any:
 
 
 def plain_value(value: Any) -> Any:
-    """A numpy scalar as the Python value it stands for (``np.float32(1.3)``: 1.3, not 1.2999999523); else
-    ``value``."""
+    """A numpy scalar as the Python value it stands for (``np.float32(1.3)``: 1.3, not 1.2999999523), else ``value``."""
     if type(value).__module__ != "numpy" or not hasattr(value, "item") or getattr(value, "ndim", 0) != 0:
         return value
     plain = value.item()
@@ -203,7 +188,7 @@ def plain_value(value: Any) -> Any:
 def parse_section(section: str, values: Mapping | None, key: Key):
     """The options of ``section`` (``"hadw"`` or ``"dgpo"``) from ``values`` (a mapping; None: the defaults),
     checked; messages name options by ``key`` (``Terms.key``)."""
-    return _parse(SECTIONS[section], _to_dict(values, key(section)), section, key)
+    return _parse(SECTIONS[section], plain_dict(values, key(section)), section, key)
 
 
 def _parse(cls: type, values: Mapping, path: str, key: Key):
@@ -218,15 +203,14 @@ def _parse(cls: type, values: Mapping, path: str, key: Key):
             did_you_mean = (
                 f" Did you mean '{key(f'{path}.{hint[0]}')}'?" if hint
                 else f" '{name}' is an option of {key(elsewhere[0])}: did you mean '{key(f'{elsewhere[0]}.{name}')}'?"
-                if elsewhere else ""
-            )
+                if elsewhere else "")
             raise ConfigError(f"Unknown key '{where}.{name}'.{did_you_mean} Valid keys under {where}: "
                               f"{', '.join(allowed)}.")
     parsed = {}
     for f in fields:
         option = f"{path}.{f.name}"
         if f.metadata["kind"] == "section":
-            parsed[f.name] = _parse(f.default_factory, _to_dict(values.get(f.name), key(option)), option, key)
+            parsed[f.name] = _parse(f.default_factory, plain_dict(values.get(f.name), key(option)), option, key)
         elif f.name in values:
             parsed[f.name] = _check(values[f.name], f, key(option))
     return cls(**parsed)
@@ -237,14 +221,12 @@ def _yaml_value(value: Any) -> str:
 
 
 def _yaml_lines(cls: type, indent: int) -> list[str]:
-    lines = []
+    lines, pad = [], " " * indent
     for f in (f for f in dataclasses.fields(cls) if "kind" in f.metadata):
-        pad = " " * indent
         if f.metadata["kind"] == "section":
-            lines.append(f"{pad}{f.name}:")
-            lines += _yaml_lines(f.default_factory, indent + 2)
-            continue
-        lines.append(f"{pad}{f.name}: {_yaml_value(f.default)}".ljust(31) + f"# {f.metadata['doc']}")
+            lines += [f"{pad}{f.name}:", *_yaml_lines(f.default_factory, indent + 2)]
+        else:
+            lines.append(f"{pad}{f.name}: {_yaml_value(f.default)}".ljust(31) + f"# {f.metadata['doc']}")
     return lines
 
 

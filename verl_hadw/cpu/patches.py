@@ -13,7 +13,7 @@ import verl
 import wrapt
 
 from verl_hadw.verl.process_state import PROCESS
-from verl_hadw.verl.trl_clash import trl_has_value_head
+from verl_hadw.verl.support import trl_has_value_head
 
 #: the verl versions whose patched functions were read: 0.9.0's and 0.9.1's bodies of the functions patched and
 #: replaced here are identical (distributed.initialize_global_process_group_ray, engine_workers' use of it,
@@ -48,7 +48,7 @@ def _engine_workers_use_gloo(engine_workers) -> None:
 def _trl_without_value_head(monkey_patch) -> None:
     """verl's ``apply_monkey_patch`` imports TRL's ``AutoModelForCausalLMWithValueHead`` whenever TRL is installed,
     to patch its ``state_dict``; TRL 1.x no longer has that class, so with the ``[trl]`` extra in the environment
-    every FSDP actor fails at start-up (``verl_hadw/verl/trl_clash.py``). The class is only patched there,
+    every FSDP actor fails at start-up (``verl_hadw/verl/support.py``). The class is only patched there,
     never used: treat a TRL without it as absent."""
     monkey_patch.is_trl_available = trl_has_value_head
 

@@ -11,22 +11,9 @@ import warnings
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from verl_hadw.core.anchor.checkpoint_dirs import earlier_valid_checkpoint
-from verl_hadw.core.anchor.file_format import (
-    STATE_FILE,
-    payload,
-    read_bounded,
-    read_json,
-    read_state_file,
-    write_state_file,
-)
+from verl_hadw.core.anchor.file_format import STATE_FILE, payload, read_json, read_state_file, write_state_file
 from verl_hadw.core.anchor.machine import AnchorState, AnchorView
-from verl_hadw.core.anchor.resume import (
-    check_saved_options,
-    continue_under,
-    missing_anchor,
-    resumable,
-    warn_unrecorded_checkpoint,
-)
+from verl_hadw.core.anchor.resume import check_recorded_options, continue_under, missing_anchor, resumable
 from verl_hadw.core.errors import AnchorFileError, PartialCheckpointError, frozen_anchor_message
 from verl_hadw.core.options import HadwConfig
 from verl_hadw.core.terms import Terms
@@ -34,7 +21,6 @@ from verl_hadw.core.terms import Terms
 __all__ = ["TrainerAnchor", "OptionsRecord", "resumed_step", "newest_whole_checkpoint", "trainer_step"]
 
 logger = logging.getLogger(__name__)
-
 
 TRAINER_STATE = "trainer_state.json"  # transformers' TRAINER_STATE_NAME: the last file of the Trainer's save
 
@@ -48,7 +34,7 @@ def trainer_step(folder: str) -> int:
     if not os.path.lexists(path):  # a broken link is read below, and named as one
         raise ValueError(f"it holds no {TRAINER_STATE}")
     try:
-        return int(read_json(read_bounded(path))["global_step"])
+        return int(read_json(path)["global_step"])
     except (ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"cannot read the step it resumes at from {path} ({exc})") from None
 
@@ -173,19 +159,9 @@ class OptionsRecord:
 
     def start(self, checkpoint: str | None) -> None:
         step = resumed_step(checkpoint, self.terms) if checkpoint is not None else None
-        if not step:
-            return  # a fresh start
-        path = os.path.join(checkpoint, STATE_FILE)
-        if not os.path.lexists(path):  # a checkpoint that records nothing to compare: said
-            warn_unrecorded_checkpoint(checkpoint, self.terms)
-            return
-        try:
-            saved = read_state_file(path, step, self.terms)
-        except ValueError as exc:
-            raise AnchorFileError(f"cannot tell which estimator {checkpoint} was trained with: {path} {exc}. Resume "
-                                  f"from another checkpoint, or move {path} away if it is not this run's.") from None
-        check_saved_options(saved, self.options, path, self.terms,
-                            earlier=lambda: way_back(checkpoint, step, self.options, anchor=False))
+        if step:  # else a fresh start
+            check_recorded_options(checkpoint, step, self.options, self.terms,
+                                   lambda: way_back(checkpoint, step, self.options, anchor=False))
 
     def save(self, folder: str, step: int) -> None:
         write_state_file(os.path.join(folder, STATE_FILE), payload(step, self.key, None, self.options), self.terms)

@@ -13,10 +13,9 @@ from verl_hadw.core.errors import ConfigError
 from verl_hadw.core.framework import install_command
 from verl_hadw.hf_trainer.option_fields import FLAGS, spelled
 
-__all__ = ["installed", "in_range", "LossTypes", "GLOBAL_TOKENS", "SEQUENCE_MEANS"]
-
 GLOBAL_TOKENS = ("divides by the loss tokens of the whole generation batch, gathered over processes "
-                 "(`num_items_in_batch`): T_all / T_valid makes it Eq. 3's valid-token mean")
+                 "(`num_items_in_batch`): the advantages' factor of all tokens over valid tokens makes it the "
+                 "valid-token mean")
 SEQUENCE_MEANS = "averages each completion over its own length first: a mean of sequence means, not a token mean"
 
 

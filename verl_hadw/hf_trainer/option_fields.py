@@ -4,6 +4,7 @@ names the fields."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import difflib
 import functools
@@ -18,10 +19,6 @@ from verl_hadw.core.anchor.compatibility import flat_options
 from verl_hadw.core.errors import ConfigError, UnusedOptionsWarning
 from verl_hadw.core.options import DgpoConfig, HadwConfig, declarations, parse_section
 from verl_hadw.core.terms import Terms
-
-__all__ = ["ESTIMATORS", "ADAPTER_FIELDS", "KEYWORDS", "FLAGS", "YAML", "declared_fields", "closest_field", "spelled",
-           "hf_terms", "check_accuracy_index", "OptionFields",
-           "parameters_doc"]
 
 ESTIMATORS = ("hadw", "dgpo")
 ADAPTER_FIELDS = ("adv_estimator", "accuracy_reward_index")  # the adapters' own fields, beside the declared ones
@@ -79,14 +76,11 @@ def hf_terms(framework: str, style: str, resume_from: str, new_experiment: str,
         return spelled(style, names.get(option, option.replace(".", "_")), value)
 
     fresh = setting("hadw.allow_missing_state", True)
-    return Terms(
-        framework=framework, key=key, setting=setting,
-        allow_missing_state=f"{'add' if style == FLAGS else 'set'} {fresh} to continue with a fresh anchor",
-        fresh_anchor=f"({fresh}: continuing with a fresh anchor)",
-        resume_elsewhere=f"resume from another checkpoint ({resume_from})",
-        new_experiment=new_experiment,
-        anchor_tuning=f"other {key('hadw.anchor.*')} values",
-    )
+    return Terms(framework=framework, key=key, setting=setting, new_experiment=new_experiment,
+                 allow_missing_state=f"{'add' if style == FLAGS else 'set'} {fresh} to continue with a fresh anchor",
+                 fresh_anchor=f"({fresh}: continuing with a fresh anchor)",
+                 resume_elsewhere=f"resume from another checkpoint ({resume_from})",
+                 anchor_tuning=f"other {key('hadw.anchor.*')} values")
 
 
 def check_accuracy_index(index: int | None, names: list[str], terms: Terms) -> None:
@@ -98,14 +92,15 @@ def check_accuracy_index(index: int | None, names: list[str], terms: Terms) -> N
             "leave it unset.")
 
 
-def _help(path: str) -> dict[str, str]:
-    """A field's help: the declaration's doc, then its valid values (the field is ``path`` with ``_`` for ``.``)."""
-    m = declarations()[path].metadata
+def _field(path: str) -> Any:
+    """The field of the option at ``path``: its declared default; its doc and valid values as the help."""
+    declared = declarations()[path]
+    m = declared.metadata
     lo, hi = m["lo"], m["hi"]
     valid = {"integer": f">= {lo:g}", "init": "'first_batch' or [0, 1]"}.get(m["kind"], "")
     if m["kind"] == "number":
         valid = f"{'>' if m['lo_open'] else '>='} {lo:g}" if hi == math.inf else f"[{lo:g}, {hi:g}]"
-    return {"help": f"{m['doc']}." + (f" Valid: {valid}." if valid else "")}
+    return field(default=declared.default, metadata={"help": f"{m['doc']}." + (f" Valid: {valid}." if valid else "")})
 
 
 @dataclass
@@ -120,40 +115,36 @@ class OptionFields:
         "help": "the advantage estimator: hadw (HA-DW; over DGPO with hadw_base dgpo) | dgpo."})
     accuracy_reward_index: int | None = field(default=None, metadata={
         "help": "which of the reward_funcs is the accuracy; unset: the combined reward, binary or thresholded."})
-    hadw_lambda_scale: float = field(default=1.3, metadata=_help("hadw.lambda_scale"))
-    hadw_state_key: str = field(default="default", metadata=_help("hadw.state_key"))
-    hadw_success_threshold: float | None = field(default=None, metadata=_help("hadw.success_threshold"))
-    hadw_base: Literal["grpo", "dgpo"] = field(default="grpo", metadata=_help("hadw.base"))
-    hadw_difficulty_from: Literal["accuracy", "reward"] = field(
-        default="accuracy", metadata=_help("hadw.difficulty_from"))
-    hadw_normalize_phi: bool = field(default=False, metadata=_help("hadw.normalize_phi"))
-    hadw_allow_missing_state: bool = field(default=False, metadata=_help("hadw.allow_missing_state"))
-    hadw_log_metrics: bool = field(default=True, metadata=_help("hadw.log_metrics"))
-    hadw_epsilon: float = field(default=1e-06, metadata=_help("hadw.epsilon"))
-    hadw_anchor_mode: Literal["kalman", "moving_average", "fixed"] = field(
-        default="kalman", metadata=_help("hadw.anchor.mode"))
-    hadw_anchor_eta: float = field(default=16.0, metadata=_help("hadw.anchor.eta"))
-    hadw_anchor_window: int = field(default=10, metadata=_help("hadw.anchor.window"))
-    hadw_anchor_sigma_source: Literal["anchor", "accuracy"] = field(
-        default="anchor", metadata=_help("hadw.anchor.sigma_source"))
-    hadw_anchor_sigma_warmup: float = field(default=1.0, metadata=_help("hadw.anchor.sigma_warmup"))
-    hadw_anchor_eta_min: float = field(default=0.05, metadata=_help("hadw.anchor.eta_min"))
-    hadw_anchor_init: float | str | None = field(default="first_batch", metadata=_help("hadw.anchor.init"))
-    hadw_anchor_include_current: bool = field(default=False, metadata=_help("hadw.anchor.include_current"))
-    hadw_anchor_fixed_value: float = field(default=0.5, metadata=_help("hadw.anchor.fixed_value"))
-    dgpo_dgae: bool = field(default=True, metadata=_help("dgpo.dgae"))
-    dgpo_dqw: bool = field(default=True, metadata=_help("dgpo.dqw"))
-    dgpo_temperature: float = field(default=2.0, metadata=_help("dgpo.temperature"))
-    dgpo_valid_token_norm: bool = field(default=True, metadata=_help("dgpo.valid_token_norm"))
-    dgpo_success_threshold: float | None = field(default=None, metadata=_help("dgpo.success_threshold"))
-    dgpo_epsilon: float = field(default=1e-06, metadata=_help("dgpo.epsilon"))
+    hadw_lambda_scale: float = _field("hadw.lambda_scale")
+    hadw_state_key: str = _field("hadw.state_key")
+    hadw_success_threshold: float | None = _field("hadw.success_threshold")
+    hadw_base: Literal["grpo", "dgpo"] = _field("hadw.base")
+    hadw_difficulty_from: Literal["accuracy", "reward"] = _field("hadw.difficulty_from")
+    hadw_normalize_phi: bool = _field("hadw.normalize_phi")
+    hadw_allow_missing_state: bool = _field("hadw.allow_missing_state")
+    hadw_log_metrics: bool = _field("hadw.log_metrics")
+    hadw_epsilon: float = _field("hadw.epsilon")
+    hadw_anchor_mode: Literal["kalman", "moving_average", "fixed"] = _field("hadw.anchor.mode")
+    hadw_anchor_eta: float = _field("hadw.anchor.eta")
+    hadw_anchor_window: int = _field("hadw.anchor.window")
+    hadw_anchor_sigma_source: Literal["anchor", "accuracy"] = _field("hadw.anchor.sigma_source")
+    hadw_anchor_sigma_warmup: float = _field("hadw.anchor.sigma_warmup")
+    hadw_anchor_eta_min: float = _field("hadw.anchor.eta_min")
+    hadw_anchor_init: float | str | None = _field("hadw.anchor.init")
+    hadw_anchor_include_current: bool = _field("hadw.anchor.include_current")
+    hadw_anchor_fixed_value: float = _field("hadw.anchor.fixed_value")
+    dgpo_dgae: bool = _field("dgpo.dgae")
+    dgpo_dqw: bool = _field("dgpo.dqw")
+    dgpo_temperature: float = _field("dgpo.temperature")
+    dgpo_valid_token_norm: bool = _field("dgpo.valid_token_norm")
+    dgpo_success_threshold: float | None = _field("dgpo.success_threshold")
+    dgpo_epsilon: float = _field("dgpo.epsilon")
 
     def check_adapter_fields(self) -> None:
         """Check ``adv_estimator``, ``accuracy_reward_index`` and every declared field (the core's parser)."""
         key = self.terms.key
         if self.adv_estimator not in ESTIMATORS:
-            raise ConfigError(f"{key('adv_estimator')}={self.adv_estimator!r} is not valid; choose one of: hadw, "
-                              "dgpo.")
+            raise ConfigError(f"{key('adv_estimator')}={self.adv_estimator!r} is not valid; choose one of: hadw, dgpo.")
         index = self.accuracy_reward_index
         if index is not None and (isinstance(index, bool) or not isinstance(index, numbers.Integral) or index < 0):
             raise ConfigError(f"{key('accuracy_reward_index')}={index!r} is not valid. Give the position of the "
@@ -161,10 +152,8 @@ class OptionFields:
         if index is not None:
             self.accuracy_reward_index = int(index)  # np.int64(0) is the integer 0
         if isinstance(self.hadw_anchor_init, str) and self.hadw_anchor_init != "first_batch":
-            try:
+            with contextlib.suppress(ValueError):  # the parser below names the field and what is valid
                 self.hadw_anchor_init = float(self.hadw_anchor_init)
-            except ValueError:
-                pass  # the parser below names the field and what is valid
         self.hadw_options()
         self.dgpo_options()  # under either estimator: an option is checked at the same moment under every one
 
@@ -196,8 +185,7 @@ class OptionFields:
         return self.scale_rewards == "group"
 
     def warn_unused_fields(self) -> list[str]:
-        """Warn (``UnusedOptionsWarning``) naming the fields set away from their default that this run never reads;
-        returns them."""
+        """Warn (``UnusedOptionsWarning``) of fields set off their default that this run never reads; returns them."""
         hadw, dgpo = self.adv_estimator == "hadw", self.uses_dgpo()
         shared = {"hadw_state_key", "hadw_log_metrics"}
         unused = [name for name, (path, f) in declared_fields().items() if getattr(self, name) != f.default and (

@@ -20,7 +20,7 @@ from verl_hadw.core.terms import Terms
 from verl_hadw.hf_trainer.checkpoint_anchor import TrainerAnchor
 
 __all__ = ["RewardColumns", "scores_of", "generation_advantages", "check_reward_weights", "check_accuracy_weight",
-           "check_reward_values"]
+           "check_weights", "check_reward_values"]
 
 VERL_ONLY_METRICS = ("hadw/actor_recoveries",)  # about verl's Ray actor; these trainers' anchor lives in each process
 
@@ -41,8 +41,7 @@ def _floats(weights) -> list[float]:
 def check_reward_weights(weights, names: Sequence[str], terms: Terms) -> None:
     """Raise ``ConfigError`` for a NaN or infinite reward weight, naming its function (``names``)."""
     values = _floats(weights)
-    bad = [(i, w) for i, w in enumerate(values) if not math.isfinite(w)]
-    if bad:
+    if bad := [(i, w) for i, w in enumerate(values) if not math.isfinite(w)]:
         which = ", ".join(f"{w} for {names[i]!r}" if i < len(names) else f"{w} at {i}" for i, w in bad)
         raise ConfigError(f"{terms.key('reward_weights')}={values} holds a weight that is not a finite number "
                           f"({which}). Give every reward function a finite weight.")
@@ -68,14 +67,23 @@ def check_accuracy_weight(weights, names: Sequence[str], index: int | None, term
             f"then. Set {index_key} to the function that is the accuracy, or give every function a positive weight.")
 
 
-def check_reward_values(name: str, values) -> None:
-    """Raise ``RewardValueError`` naming reward function ``name`` when one of its ``values`` is not a number or None."""
+def check_weights(weights, names: Sequence[str], options) -> None:
+    """``check_reward_weights``; and where the run (``options``: its ``OptionFields``) reads an accuracy, that it comes
+    from a function the advantage rewards (``check_accuracy_weight``)."""
+    check_reward_weights(weights, names, options.terms)
+    if options.reads_accuracy():
+        check_accuracy_weight(weights, names, options.accuracy_reward_index, options.terms)
+
+
+def check_reward_values(name: str, values):
+    """``values``, checked: ``RewardValueError`` naming reward function ``name`` where one is not a number or None."""
     for i, value in enumerate(values):
         if not (value is None or isinstance(value, numbers.Real) or (isinstance(value, torch.Tensor)
                                                                       and value.numel() == 1)):
             raise RewardValueError(
                 f"the reward function {name!r} returned {type(value).__name__} {value!r:.60} for completion {i} of "
                 "this generation batch, but a reward is a number (or None). Make it return a float.")
+    return values
 
 
 def scores_of(rewards_per_func: torch.Tensor, columns: RewardColumns, terms: Terms):

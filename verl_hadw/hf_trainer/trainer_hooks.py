@@ -14,15 +14,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, get_last_checkpoin
 from verl_hadw.core.metric_values import MetricBuffer
 from verl_hadw.hf_trainer.checkpoint_anchor import OptionsRecord, TrainerAnchor
 from verl_hadw.hf_trainer.option_fields import OptionFields, check_accuracy_index
-from verl_hadw.hf_trainer.reward_matrix import (
-    RewardColumns,
-    check_accuracy_weight,
-    check_reward_values,
-    check_reward_weights,
-    generation_advantages,
-)
-
-__all__ = ["HadwTrainerHooks", "checked_outputs"]
+from verl_hadw.hf_trainer.reward_matrix import RewardColumns, check_reward_values, check_weights, generation_advantages
 
 
 def checked_outputs(func, name: str):
@@ -32,17 +24,13 @@ def checked_outputs(func, name: str):
     if inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(getattr(func, "__call__", None)):
         @functools.wraps(func)
         async def checked_async(*args, **kwargs):
-            values = await func(*args, **kwargs)
-            check_reward_values(name, values)
-            return values
+            return check_reward_values(name, await func(*args, **kwargs))
 
         return checked_async
 
     @functools.wraps(func)
     def checked(*args, **kwargs):
-        values = func(*args, **kwargs)
-        check_reward_values(name, values)
-        return values
+        return check_reward_values(name, func(*args, **kwargs))
 
     return checked
 
@@ -55,10 +43,8 @@ class HadwTrainerHooks:
     def start_hadw(self, options: OptionFields) -> None:
         """Read ``options`` once, at the end of the trainer's ``__init__``: check them, build the anchor or record."""
         terms = options.terms
-        check_reward_weights(self.reward_weights, self.reward_func_names, terms)
+        check_weights(self.reward_weights, self.reward_func_names, options)
         check_accuracy_index(options.accuracy_reward_index, self.reward_func_names, terms)
-        if options.reads_accuracy():  # the accuracy must come from a function the advantage rewards
-            check_accuracy_weight(self.reward_weights, self.reward_func_names, options.accuracy_reward_index, terms)
         options.warn_unused_fields()
         self.hadw_options = options
         self.hadw_cfg = options.hadw_options()

@@ -49,12 +49,11 @@ def check_trl_settings(config, losses: LossTypes, trl_version: str) -> None:
     if not config.uses_valid_token_norm():
         return
     losses.check(config.loss_type, config.steps_per_generation, config.gradient_accumulation_steps)
-    found = trl_version
-    if config.mask_truncated_completions and Version(found) < Version(LOSS_TOKENS_FROM):
+    if config.mask_truncated_completions and Version(trl_version) < Version(LOSS_TOKENS_FROM):
         raise ConfigError(
-            f"{arg('mask_truncated_completions', True)} with DGPO's valid-token averaging: TRL {found} divides the "
-            "dapo/cispo/vespo loss by every completion token, truncated completions' included, so DGPO's valid-token "
-            f"mean would not be exact. Upgrade TRL to {LOSS_TOKENS_FROM} or later, set "
+            f"{arg('mask_truncated_completions', True)} with DGPO's valid-token averaging: TRL {trl_version} divides "
+            "the dapo/cispo/vespo loss by every completion token, truncated completions' included, so DGPO's "
+            f"valid-token mean would not be exact. Upgrade TRL to {LOSS_TOKENS_FROM} or later, set "
             f"{arg('mask_truncated_completions', False)}, or set {arg('dgpo_valid_token_norm', False)}.")
     if config.top_entropy_quantile < 1.0:
         drops = "trains only each micro-batch's high-entropy tokens"

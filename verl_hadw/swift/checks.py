@@ -8,8 +8,8 @@ from verl_hadw import SWIFT_RANGE
 from verl_hadw.core.errors import ConfigError
 from verl_hadw.hf_trainer.checks import GLOBAL_TOKENS, SEQUENCE_MEANS, LossTypes, in_range, installed
 from verl_hadw.hf_trainer.option_fields import FLAGS
-from verl_hadw.hf_trainer.reward_matrix import check_accuracy_weight, check_reward_weights
-from verl_hadw.swift.grpo_config import SWIFT, HadwSwiftArguments
+from verl_hadw.hf_trainer.reward_matrix import check_weights
+from verl_hadw.swift.grpo_config import HadwSwiftArguments
 
 __all__ = ["REFUSED_SETTINGS", "LOSS_TYPES", "installed_swift", "check_swift_version", "check_settings",
            "check_trainer"]
@@ -87,9 +87,7 @@ def check_settings(args, ours: HadwSwiftArguments) -> None:
                           f"{', '.join(SWIFT_LOSS_TYPES)}.")
     weights, names = getattr(args, "reward_weights", None), [str(n) for n in getattr(args, "reward_funcs", None) or []]
     if weights:
-        check_reward_weights(weights, names, SWIFT)
-        if ours.reads_accuracy():
-            check_accuracy_weight(weights, names, ours.accuracy_reward_index, SWIFT)
+        check_weights(weights, names, ours)
     if ours.uses_valid_token_norm():
         LOSS_TYPES.check(_loss_type(args), getattr(args, "steps_per_generation", None),
                          args.gradient_accumulation_steps)

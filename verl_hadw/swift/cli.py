@@ -9,7 +9,6 @@ __all__ = ["main", "ROUTE"]
 
 ROUTE = "verl_hadw.swift.rlhf_route"
 
-
 USAGE = """usage: verl-hadw-swift <subcommand> [arguments]
 
 swift's command line with HA-DW's and DGPO's advantages in its rlhf subcommand:

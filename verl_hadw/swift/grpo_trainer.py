@@ -10,8 +10,6 @@ from verl_hadw.hf_trainer.trainer_hooks import HadwTrainerHooks
 from verl_hadw.swift.checks import check_trainer
 from verl_hadw.swift.grpo_config import HadwSwiftArguments
 
-__all__ = ["HadwSwiftGRPOTrainer", "TRAINER_PATH"]
-
 TRAINER_PATH = "verl_hadw.swift.grpo_trainer.HadwSwiftGRPOTrainer"  # swift's TrainerFactory looks it up
 
 

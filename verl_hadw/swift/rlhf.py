@@ -19,6 +19,8 @@ from verl_hadw.swift.grpo_config import SWIFT, HadwSwiftArguments
 
 __all__ = ["rlhf_main", "parse", "help_text"]
 
+_OUR_FIELDS = [f.name for f in dataclasses.fields(HadwSwiftArguments)]  # our flags, without their --
+
 
 def _flags(argv: Iterable[str]) -> list[str]:
     return [a.split("=", 1)[0] for a in argv if a.startswith("--")]
@@ -32,10 +34,6 @@ def flag_value(argv: list[str], flag: str) -> str | None:
         if arg.startswith(f"{flag}="):
             return arg.split("=", 1)[1]
     return None
-
-
-def _our_fields() -> list[str]:
-    return [f.name for f in dataclasses.fields(HadwSwiftArguments)]
 
 
 def _parser() -> HfArgumentParser:
@@ -53,7 +51,7 @@ def split_arguments(argv: list[str]) -> tuple[HadwSwiftArguments, list[str]]:
     for flag in _flags(rest):
         name = flag[2:]
         if name.startswith(("hadw_", "dgpo_", "adv_")) or name == "accuracy_reward_index":
-            hint = closest_field(name, _our_fields())
+            hint = closest_field(name, _OUR_FIELDS)
             raise ConfigError(f"Unknown argument {flag}.{f' Did you mean --{hint}?' if hint else ''} "
                               "verl-hadw-swift rlhf --help lists the HA-DW / DGPO flags.")
     return ours, rest
@@ -61,13 +59,13 @@ def split_arguments(argv: list[str]) -> tuple[HadwSwiftArguments, list[str]]:
 
 def refuse_unknown(remaining: list[str], swift_fields: Iterable[str], ignored_by_swift: bool) -> None:
     """Refuse the arguments swift's parser left with "did you mean", unless ``ignored_by_swift`` and none is ours."""
-    known = [*swift_fields, *_our_fields()]
+    known = [*swift_fields, *_OUR_FIELDS]
     if "--config" in _flags(remaining):
         raise ConfigError("Unknown argument --config: swift takes a config file as the first argument after rlhf. "
                           "Run verl-hadw-swift rlhf x.yaml [flags] (.yaml, .yml or .json; it may hold our flags too).")
     for flag in _flags(remaining) or remaining[:1]:
         hint = closest_field(flag.lstrip("-"), known)
-        if ignored_by_swift and hint not in _our_fields():
+        if ignored_by_swift and hint not in _OUR_FIELDS:
             continue
         raise ConfigError(f"Unknown argument {flag}.{f' Did you mean --{hint}?' if hint else ''} "
                           "swift rlhf --help and verl-hadw-swift rlhf --help list the arguments.")

@@ -8,8 +8,6 @@ from verl_hadw.hf_trainer.checks import LossTypes, in_range, installed
 from verl_hadw.hf_trainer.option_fields import KEYWORDS
 from verl_hadw.hf_trainer.trl_trainer import TRL_LOSSES, check_trl_settings
 
-__all__ = ["LOSS_TYPES", "installed_trl", "check_trl_version", "check_settings"]
-
 LOSS_TYPES = LossTypes(TRL_LOSSES, KEYWORDS)  # TRL's users write loss_type='dapo'
 
 

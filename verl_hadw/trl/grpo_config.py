@@ -9,15 +9,7 @@ from dataclasses import dataclass
 from trl import GRPOConfig
 
 from verl_hadw.core.errors import ConfigError
-from verl_hadw.hf_trainer.option_fields import (
-    ADAPTER_FIELDS,
-    KEYWORDS,
-    OptionFields,
-    closest_field,
-    declared_fields,
-    hf_terms,
-    parameters_doc,
-)
+from verl_hadw.hf_trainer.option_fields import KEYWORDS, OptionFields, closest_field, hf_terms, parameters_doc
 from verl_hadw.trl.checks import check_settings, check_trl_version
 
 __all__ = ["HadwGRPOConfig"]
@@ -38,7 +30,7 @@ class _CheckedKeywords:
                 hint = closest_field(key, names)
                 raise ConfigError(
                     f"Unknown {cls.__name__} field {key!r}.{f' Did you mean {hint!r}?' if hint else ''} The "
-                    f"HA-DW / DGPO fields are: {', '.join([*ADAPTER_FIELDS, *declared_fields()])}.")
+                    f"HA-DW / DGPO fields are: {', '.join(f.name for f in dataclasses.fields(OptionFields))}.")
         return super().__new__(cls)
 
 

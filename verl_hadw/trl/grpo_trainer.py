@@ -6,12 +6,10 @@ from __future__ import annotations
 from trl import GRPOTrainer
 
 from verl_hadw.core.errors import ConfigError
-from verl_hadw.hf_trainer.reward_matrix import check_accuracy_weight, check_reward_weights
+from verl_hadw.hf_trainer.reward_matrix import check_weights
 from verl_hadw.hf_trainer.trl_trainer import TrlTrainerHooks
 from verl_hadw.trl.checks import check_trl_version
-from verl_hadw.trl.grpo_config import TRL, HadwGRPOConfig
-
-__all__ = ["HadwGRPOTrainer"]
+from verl_hadw.trl.grpo_config import HadwGRPOConfig
 
 
 class HadwGRPOTrainer(TrlTrainerHooks, GRPOTrainer):
@@ -28,8 +26,6 @@ class HadwGRPOTrainer(TrlTrainerHooks, GRPOTrainer):
                               "(GRPOConfig's fields plus adv_estimator, hadw_*, dgpo_*).")
         args.check_hadw()  # again, before TRL builds anything: a script may have set fields after construction
         if args.reward_weights is not None:
-            check_reward_weights(args.reward_weights, [], TRL)
-            if args.reads_accuracy():
-                check_accuracy_weight(args.reward_weights, [], args.accuracy_reward_index, TRL)
+            check_weights(args.reward_weights, [], args)
         super().__init__(model, reward_funcs, args, *rest, **kwargs)
         self.start_hadw(args)

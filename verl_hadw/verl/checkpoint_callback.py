@@ -19,8 +19,6 @@ from verl_hadw.verl.anchor_store import client as anchor_client  # noqa: E402
 from verl_hadw.verl.anchor_store.checkpoint_files import CheckpointFiles  # noqa: E402
 from verl_hadw.verl.startup_check import validated_options  # noqa: E402
 
-__all__ = ["HadwCheckpointCallback"]
-
 
 class HadwCheckpointCallback(CheckpointCallback):
     """Validates the config, restores the HA-DW anchor on resume, and saves it with every verl checkpoint."""
@@ -35,11 +33,7 @@ class HadwCheckpointCallback(CheckpointCallback):
             anchor_client.open_client(self.hadw, self.files, owner=config.algorithm)  # the node verl passes
         else:  # a resume from a checkpoint trained under another estimator (HA-DW's anchor) is refused
             self.files.check_estimator()
-
-    @property
-    def restored_step(self) -> int | None:
-        """N of the ``global_step_N`` the anchor was restored from (None: a fresh anchor)."""
-        return self.files.restored_step
+        self.restored_step = self.files.restored_step  # N of the global_step_N the anchor came from (None: fresh)
 
     def on_save(self, trainer, global_step: int, checkpoint_dir: str, async_save: bool = False, **kwargs) -> None:
         # other estimators record their options only: a resume under another estimator is then refused

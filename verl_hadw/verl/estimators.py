@@ -20,14 +20,11 @@ from verl_hadw.verl.config.run_options import read_call
 from verl_hadw.verl.process_state import PROCESS, stateless_step, trainer_run, trainer_step
 from verl_hadw.verl.verl_terms import VERL
 
-__all__ = ["compute_hadw_outcome_advantage", "compute_dgpo_outcome_advantage"]
-
 
 def _register(name: str):
-    """verl's ``register_adv_est``, which raises ``ValueError`` when ``name`` already holds another function. A
-    re-import of this module (``importlib.reload``, a test dropping it from ``sys.modules``) defines new functions of
-    the same qualified name: then the name keeps the first import's (same code, same ``PROCESS``) and nothing is
-    written. Read through verl's public ``get_adv_estimator_fn``; any other holder of the name meets verl's rule."""
+    """verl's ``register_adv_est`` (``ValueError`` where ``name`` holds another function), but a re-import of this
+    module (``importlib.reload``, a test dropping it from ``sys.modules``) keeps the first import's functions of the
+    same qualified names (same code, same ``PROCESS``), read through verl's public ``get_adv_estimator_fn``."""
 
     def decorator(fn):
         try:
@@ -81,9 +78,10 @@ def compute_hadw_outcome_advantage(
         index: `(np.ndarray)`
             index array for grouping (each response's uid)
         epsilon: `(Optional[float])`
-            None, or algorithm.hadw.epsilon (base dgpo: algorithm.dgpo.epsilon), which governs
+            small value to avoid division by zero; None: algorithm.hadw.epsilon (base dgpo: algorithm.dgpo.epsilon);
+            a value must equal it
         norm_adv_by_std_in_grpo: `(Optional[bool])`
-            None, or algorithm.norm_adv_by_std_in_grpo, which governs
+            whether to scale the GRPO advantage; None: algorithm.norm_adv_by_std_in_grpo (a value must equal it)
         config: `(Optional[AlgoConfig])`
             algorithm configuration object; the options under ``algorithm.hadw`` (``HadwConfig``)
 
@@ -141,9 +139,9 @@ def compute_dgpo_outcome_advantage(
         index: `(np.ndarray)`
             index array for grouping (each response's uid)
         epsilon: `(Optional[float])`
-            None, or algorithm.dgpo.epsilon, which governs
+            small value to avoid division by zero; None: algorithm.dgpo.epsilon (a value must equal it)
         norm_adv_by_std_in_grpo: `(Optional[bool])`
-            None, or algorithm.norm_adv_by_std_in_grpo, which governs
+            whether to scale the GRPO advantage; None: algorithm.norm_adv_by_std_in_grpo (a value must equal it)
         config: `(Optional[AlgoConfig])`
             algorithm configuration object; the options under ``algorithm.dgpo`` (``DgpoConfig``)
 

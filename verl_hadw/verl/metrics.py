@@ -10,8 +10,6 @@ from verl.utils.tracking import Tracking  # loaded with verl's core_algos, befor
 
 from verl_hadw.verl.process_state import PROCESS
 
-__all__ = ["pop", "enable", "install_tracking_hook", "uninstall_tracking_hook"]
-
 
 def pop(step: int) -> dict[str, float]:
     """The metrics of ``step``, removed from the buffer (empty if nothing was recorded)."""

@@ -9,8 +9,6 @@ from typing import Any
 
 from verl_hadw.core.metric_values import MetricBuffer
 
-__all__ = ["ProcessState", "PROCESS", "reset", "trainer_step", "trainer_run", "stateless_step"]
-
 
 @dataclass
 class ProcessState:
@@ -35,8 +33,6 @@ class ProcessState:
 
 
 PROCESS = ProcessState()
-
-
 reset = PROCESS.reset  # ``process_state.reset()``: PROCESS is reset in place, never replaced
 
 

@@ -1,12 +1,15 @@
-"""Which verl is installed, whether the plugin supports it (``VERL_RANGE``), and what that version offers: 0.9.1 and
-later 0.9.x have verl's checkpoint hook, 0.9.0 has not (per-step snapshots save the anchor). Pure Python and no verl
+"""Which verl is installed, whether the plugin supports it (``VERL_RANGE``), what it offers (0.9.1 and later: verl's
+checkpoint hook; 0.9.0: per-step snapshots save the anchor), whether its workers start beside the installed TRL. No verl
 import (``import verl`` loads its plugins), so ``verl-hadw doctor`` works whatever verl is installed."""
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import importlib.util
 import logging
 import os
+import warnings
 from importlib import metadata
 
 from packaging.specifiers import SpecifierSet
@@ -106,3 +109,33 @@ def support_summary(version: str | None) -> str:
     return (f"no checkpoint callback (trainer.checkpoint_callback_class needs verl>={CALLBACK_SINCE}): both trainers "
             "save the anchor as per-step snapshots (<trainer.default_local_dir>/verl_hadw_anchor/step_N.json) and "
             "restore it on resume; the config is checked at the first estimator call")
+
+
+# verl 0.9's workers import TRL's AutoModelForCausalLMWithValueHead, which TRL 1.x removed (docs/trl.md): every verl
+# actor then fails at start-up. ``verl_hadw.cpu`` works around it for CPU runs, ``verl-hadw doctor`` warns elsewhere.
+def trl_has_value_head() -> bool:
+    """Whether TRL is importable and still ships ``AutoModelForCausalLMWithValueHead`` (where verl 0.9 looks)."""
+    try:
+        if importlib.util.find_spec("trl") is None:
+            return False
+    except (ImportError, ValueError):
+        return False
+    for module in ("trl.experimental.ppo", "trl"):
+        with contextlib.suppress(ImportError), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # TRL warns on any import from trl.experimental
+            if hasattr(importlib.import_module(module), "AutoModelForCausalLMWithValueHead"):
+                return True
+    return False
+
+
+def verl_trl_clash() -> str | None:
+    """The warning text when the installed TRL breaks verl 0.9's workers; None when it does not (or is absent)."""
+    try:
+        trl_version = metadata.version("trl")
+    except metadata.PackageNotFoundError:
+        return None
+    return None if trl_has_value_head() else (
+        f"TRL {trl_version} is installed beside verl: verl 0.9's FSDP workers import TRL's "
+        "AutoModelForCausalLMWithValueHead, which TRL 1.x removed, so verl training fails at start-up in this "
+        "environment (verl_hadw.cpu's CPU runs work around it). Keep the [trl] extra out of verl training "
+        "environments.")

@@ -6,8 +6,6 @@ from typing import Any
 
 from verl_hadw.core.terms import ALGORITHM_PREFIX, Terms, yaml_value
 
-__all__ = ["VERL", "verl_key", "CALLBACK_CLASS", "CALLBACK_OVERRIDE", "ALLOW_MISSING_STATE", "RESUME_ELSEWHERE"]
-
 #: The path every shipped YAML (and users' own) names; the class lives in ``checkpoint_callback``.
 CALLBACK_CLASS = "verl_hadw.verl.checkpoint_callback.HadwCheckpointCallback"
 CALLBACK_OVERRIDE = f"trainer.checkpoint_callback_class={CALLBACK_CLASS}"

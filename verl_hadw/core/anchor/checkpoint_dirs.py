@@ -16,11 +16,12 @@ def step_of(folder: str, prefix: str = "global_step_") -> int:
 
 def earlier_valid_checkpoint(folder: str, step: int | None = None, prefix: str = "global_step_",
                              needs: str | None = "actor", accepts: Callable[[dict], bool] | None = None,
-                             whole: Callable[[str, int], bool] | None = None) -> str | None:
+                             whole: Callable[[str, int], bool] | None = None,
+                             files: Callable[[str, int], list[str]] | None = None) -> str | None:
     """The newest ``<prefix>K`` beside ``folder`` with K < N (``step``, else ``folder``'s) whose anchor file is valid,
     or None. ``needs``: what the trainer resumes from inside it (verl's ``actor/``; None: nothing); ``accepts``: what
     the checked payload must satisfy (default: it holds an anchor); ``whole(candidate, K)``: whether the framework's
-    files are whole (None: not asked)."""
+    files are whole (None: not asked); ``files(candidate, K)``: its anchor files, any one will do (default: its own)."""
     parent = os.path.dirname(os.path.normpath(folder))
     step = step_of(folder) if step is None else step
     try:
@@ -33,10 +34,11 @@ def earlier_valid_checkpoint(folder: str, step: int | None = None, prefix: str =
         if k >= step or (needs is not None and not os.path.isdir(os.path.join(candidate, needs))) or \
                 (whole is not None and not whole(candidate, k)):
             continue
-        try:
-            saved = read_state_file(os.path.join(candidate, STATE_FILE), k)
-        except ValueError:
-            continue
-        if accepts(saved) if accepts is not None else saved["state"] is not None:  # options-only: no anchor
-            return candidate
+        for path in files(candidate, k) if files is not None else [os.path.join(candidate, STATE_FILE)]:
+            try:
+                saved = read_state_file(path, k)
+            except ValueError:
+                continue
+            if accepts(saved) if accepts is not None else saved["state"] is not None:  # options-only: no anchor
+                return candidate
     return None

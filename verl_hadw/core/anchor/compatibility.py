@@ -1,8 +1,7 @@
 """Resume rules: a resume that changes an option refuses (its kind is *meaning*) or continues with a warning (*tuning*).
 
 Anchor files record the run's options as flat ``algorithm.*`` keys (``flat_options``), the same for every framework;
-a resume compares them with its own (``check_resume``).
-"""
+a resume compares them with its own (``check_resume``)."""
 
 from __future__ import annotations
 
@@ -64,9 +63,8 @@ RULES: dict[str, Rule] = {
                         "HA-DW mid-run from a checkpoint that has none"),
     HADW + "lambda_scale": Rule(MEANING, "scales every difficulty weight: another objective"),
     HADW + "state_key": Rule(TUNING, "a name: the saved anchor is restored under the new one"),
-    HADW + "success_threshold": Rule(
-        MEANING, "what counts as a success: what the accuracies and the saved anchor measure", _by_accuracy,
-        "hadw.difficulty_from=accuracy"),
+    HADW + "success_threshold": Rule(MEANING, "what counts as a success: what the accuracies and the saved anchor "
+                                     "measure", _by_accuracy, "hadw.difficulty_from=accuracy"),
     HADW + "base": Rule(MEANING, "the base advantage (GRPO or DGPO): another method"),
     HADW + "difficulty_from": Rule(MEANING, "accuracy vs mean reward: what the difficulties and the saved anchor "
                                    "measure"),
@@ -81,11 +79,11 @@ RULES: dict[str, Rule] = {
     ANCHOR + "sigma_warmup": Rule(TUNING, "the spread of the first two updates; a resumed anchor is past them"),
     ANCHOR + "eta_min": Rule(TUNING, "the anchor's slowest speed towards accuracy"),
     ANCHOR + "init": Rule(TUNING, "the starting anchor: a resumed anchor never reads it"),
-    ANCHOR + "include_current": Rule(
-        MEANING, "the paper's anchor vs the released code's, which difficulty is measured against: another method",
-        lambda o: o.get(ANCHOR + "mode") == "moving_average", "anchor.mode=moving_average"),
-    ANCHOR + "fixed_value": Rule(
-        MEANING, "the fixed anchor itself", lambda o: o.get(ANCHOR + "mode") == "fixed", "anchor.mode=fixed"),
+    ANCHOR + "include_current": Rule(MEANING, "the paper's anchor vs the released code's, which difficulty is measured "
+                                     "against: another method", _is(ANCHOR + "mode", "moving_average"),
+                                     "anchor.mode=moving_average"),
+    ANCHOR + "fixed_value": Rule(MEANING, "the fixed anchor itself", _is(ANCHOR + "mode", "fixed"),
+                                 "anchor.mode=fixed"),
     DGPO + "dgae": Rule(MEANING, "mean absolute deviation vs standard deviation in the base advantage: another "
                         "method", _over_dgpo, "hadw.base=dgpo"),
     DGPO + "dqw": Rule(MEANING, "question weights on or off: another method", _over_dgpo, "hadw.base=dgpo"),
@@ -164,8 +162,7 @@ def check_resume(saved: dict, now: dict, path: str, terms: Terms, other_keys=(),
             f"cannot resume from {path}: it was saved under other options that change the meaning of the anchor "
             f"or the method being trained: {lines}. Ways out: {back}set them back ({set_back}); or, to change them on "
             f"purpose, keep the weights with a fresh anchor: move {path} away and {terms.allow_missing_state}; or "
-            f"train it as a new experiment ({terms.new_experiment})."
-        )
+            f"train it as a new experiment ({terms.new_experiment}).")
     if saved[STATE_KEY] != now.get(STATE_KEY):
         message = (
             f"HA-DW: {path} was saved by the run whose {terms.flat(STATE_KEY)} is {saved[STATE_KEY]!r}, not this "
@@ -177,8 +174,7 @@ def check_resume(saved: dict, now: dict, path: str, terms: Terms, other_keys=(),
     if changed:
         notes.append(f"was saved under {terms.anchor_tuning} or other tuning options ({'; '.join(changed)}): "
                      "the anchor keeps its history and continues under this run's options")
-    unknown = sorted(saved.keys() - RULES.keys()) + [f"(top level) {k}" for k in other_keys]
-    if unknown:
+    if unknown := sorted(saved.keys() - RULES.keys()) + [f"(top level) {k}" for k in other_keys]:
         notes.append(f"ignoring key(s) this verl-hadw does not know ({', '.join(unknown)}): a newer version's?")
     if notes:
         logger.warning(f"HA-DW anchor {path}: " + "; ".join(notes))

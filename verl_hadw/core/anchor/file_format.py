@@ -1,7 +1,6 @@
 """The anchor file ``{"global_step": N, "state_key": ..., "options": {...}, "state": AnchorState.to_dict()}``: its
 checked read (everything a hand edit, a foreign writer or an interrupted save can get wrong, and the step) and its
-atomic write.
-"""
+atomic write."""
 
 from __future__ import annotations
 
@@ -84,9 +83,8 @@ _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
 
 
 def read_bounded(path: str, limit: int | None = None) -> bytes:
-    """The bytes of the regular file ``path``, at most ``limit`` (``MAX_FILE_BYTES``); a ValueError saying what is
-    wrong otherwise: a FIFO, a device such as /dev/zero or a directory (opened without blocking), too large, unreadable.
-    """
+    """The bytes of the regular file ``path``, at most ``limit`` (``MAX_FILE_BYTES``); else a ValueError saying what is
+    wrong: a FIFO, a device such as /dev/zero or a directory (opened without blocking), too large, unreadable."""
     limit = MAX_FILE_BYTES if limit is None else limit
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
@@ -112,8 +110,11 @@ def read_bounded(path: str, limit: int | None = None) -> bytes:
     return bytes(raw)
 
 
-def read_json(raw: bytes):
-    """``raw`` (bytes of an anchor file) parsed as JSON; ValueError saying what is wrong."""
+def read_json(path: str):
+    """The JSON in the file ``path``, read by ``read_bounded``; a ValueError saying what is wrong."""
+    raw = read_bounded(path)
+    if not raw.strip():
+        raise ValueError(f"is empty ({len(raw)} bytes): the save that wrote it was interrupted")
     try:
         return json.loads(raw.decode("utf-8"))
     except RecursionError:
@@ -128,10 +129,7 @@ def read_state_file(path: str, step: int, terms: Terms | None = None) -> dict:
     another estimator); a ValueError saying what is wrong, the caller adds the path and the ways out. ``terms``: the
     resuming framework's (None: a reader that only asks whether the file is valid)."""
     resumer = terms.framework if terms is not None else "the trainer"
-    raw = read_bounded(path)
-    if not raw.strip():
-        raise ValueError(f"is empty ({len(raw)} bytes): the save that wrote it was interrupted")
-    saved = read_json(raw)
+    saved = read_json(path)
     if not isinstance(saved, dict):
         raise ValueError(f"holds {_JSON_TYPES.get(type(saved), 'null')} where an object is expected")
     if missing := sorted({"global_step", "state_key", "options", "state"} - saved.keys()):
@@ -185,11 +183,9 @@ def write_state_file(path: str, payload: dict, terms: Terms) -> None:
             os.remove(tmp)
         raise AnchorSaveError(
             f"could not write the HA-DW anchor into {checkpoint_dir} ({exc.strerror or exc}): "
-            f"{_save_problem(exc, path)}; no partial {os.path.basename(path)} was left. {terms.framework} may "
-            "already list this checkpoint as the latest, and "
-            f"resuming from it stops for the missing anchor: fix the cause and {terms.resume_elsewhere}, or "
-            f"{terms.allow_missing_state}."
-        ) from exc
+            f"{_save_problem(exc, path)}; no partial {os.path.basename(path)} was left. {terms.framework} may already "
+            "list this checkpoint as the latest, and resuming from it stops for the missing anchor: fix the cause and "
+            f"{terms.resume_elsewhere}, or {terms.allow_missing_state}.") from exc
 
 
 def _save_problem(exc: OSError, path: str) -> str:

@@ -1,8 +1,7 @@
 """The HA-DW difficulty anchor C_t (Eqs. 7-12) as a pure, serialisable state machine.
 
 A step may reach the estimator in several calls: every call of the open step sees the same prior C_t⁻ and adds its
-counts to y_t; the posterior C_t⁺ is committed when a later step's first call arrives.
-"""
+counts to y_t; the posterior C_t⁺ is committed when a later step's first call arrives."""
 
 from __future__ import annotations
 
@@ -67,8 +66,7 @@ class AnchorState:
         if self.open_step is not None and step < self.open_step:
             raise AnchorStepError(
                 f"anchor received step {step} after step {self.open_step}: a restarted run must resume from its "
-                "checkpoint, which restores the anchor, instead of starting the anchor again"
-            )
+                "checkpoint, which restores the anchor, instead of starting the anchor again")
         if self.open_step is not None and step > self.open_step:
             self._commit()
         if self.open_step is None or step != self.open_step:

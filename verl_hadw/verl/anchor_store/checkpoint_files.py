@@ -10,16 +10,14 @@ import os
 from verl_hadw.core.anchor.checkpoint_dirs import earlier_valid_checkpoint, step_of
 from verl_hadw.core.anchor.compatibility import ADV_ESTIMATOR
 from verl_hadw.core.anchor.file_format import STATE_FILE, payload, read_state_file, write_state_file
-from verl_hadw.core.anchor.resume import check_saved_options, continue_under, resumable, warn_unrecorded_checkpoint
+from verl_hadw.core.anchor.resume import check_recorded_options, continue_under, resumable
 from verl_hadw.core.errors import AnchorFileError, MissingAnchorStateError
 from verl_hadw.core.options import HadwConfig
 from verl_hadw.verl.anchor_store import legacy_snapshots
 from verl_hadw.verl.anchor_store.persistence import Persistence, resolve_resume_dir
 from verl_hadw.verl.config.run_options import CallConfig
 from verl_hadw.verl.process_state import PROCESS, trainer_run, trainer_step
-from verl_hadw.verl.verl_terms import ALLOW_MISSING_STATE, CALLBACK_OVERRIDE, RESUME_ELSEWHERE, VERL
-
-__all__ = ["CheckpointFiles", "check_resumed_estimator", "record_estimator"]
+from verl_hadw.verl.verl_terms import ALLOW_MISSING_STATE, CALLBACK_OVERRIDE, VERL
 
 logger = logging.getLogger(__name__)
 
@@ -31,8 +29,7 @@ class CheckpointFiles(Persistence):
     saves_into_checkpoints = True
 
     def __init__(self, trainer_config, options: dict):
-        self.trainer_config = trainer_config
-        self.options = options
+        self.trainer_config, self.options = trainer_config, options
         self.restored_step: int | None = None  # N of the global_step_N the anchor came from
         save_freq = trainer_config.get("save_freq", -1) if hasattr(trainer_config, "get") else -1
         # where the anchor is staged before verl's save (the legacy back-end's snapshots); None: verl never saves
@@ -76,21 +73,9 @@ class CheckpointFiles(Persistence):
     def check_estimator(self) -> None:
         """Refuse a run without an anchor resumed from a checkpoint trained under another estimator (e.g. HA-DW)."""
         folder = resolve_resume_dir(self.trainer_config)
-        if folder is None:
-            return
-        path = os.path.join(folder, STATE_FILE)
-        if not os.path.lexists(path):  # nothing recorded: said for DGPO (verl's own estimators are verl's business)
-            if self.options.get(ADV_ESTIMATOR) == "dgpo":
-                warn_unrecorded_checkpoint(folder, VERL)
-            return
-        try:
-            saved, problem = read_state_file(path, step_of(folder), VERL), None
-        except ValueError as exc:
-            problem = str(exc)
-        if problem is not None:
-            raise AnchorFileError(f"cannot tell which estimator {folder} was trained with: {path} {problem}. Ways "
-                                  f"out: {RESUME_ELSEWHERE}, or move {path} away if it is not this run's.")
-        check_saved_options(saved, self.options, path, VERL, earlier=lambda: self._way_back(folder, False))
+        if folder is not None:  # nothing recorded: said for DGPO (verl's own estimators are verl's business)
+            check_recorded_options(folder, step_of(folder), self.options, VERL, lambda: self._way_back(folder, False),
+                                   warn_unrecorded=self.options.get(ADV_ESTIMATOR) == "dgpo")
 
     def _way_back(self, folder: str, anchor: bool) -> str | None:
         """The newest earlier ``global_step_K`` this run continues without a refusal, with verl's overrides."""

@@ -10,7 +10,7 @@ from typing import Callable
 import verl_hadw.verl.support as support
 from verl_hadw.core.anchor.machine import AnchorState, AnchorView
 from verl_hadw.core.errors import ConfigError, MissingAnchorStateError, frozen_anchor_message
-from verl_hadw.core.options import AnchorConfig, HadwConfig
+from verl_hadw.core.options import HadwConfig
 from verl_hadw.verl.anchor_store.persistence import Persistence
 from verl_hadw.verl.anchor_store.stores import make_store
 from verl_hadw.verl.process_state import PROCESS
@@ -25,9 +25,7 @@ class AnchorClient:
     """One experiment's anchor: (step, call) ids, observations sent to its store, its state to its persistence."""
 
     def __init__(self, cfg: HadwConfig, persistence: Persistence | None = None, first_step: int | None = None):
-        self.key = cfg.state_key
-        self.config: AnchorConfig = cfg.anchor
-        self.allow_missing_state = cfg.allow_missing_state
+        self.key, self.config, self.allow_missing_state = cfg.state_key, cfg.anchor, cfg.allow_missing_state
         self.persistence = persistence if persistence is not None else Persistence()
         state = self.persistence.load(cfg, first_step)
         # a back-end that handles resumes has restored, refused or warned; else the first trainer step tells

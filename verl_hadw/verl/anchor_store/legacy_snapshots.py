@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from omegaconf import OmegaConf
 
 import verl_hadw.verl.support as support
-from verl_hadw.core.anchor.checkpoint_dirs import step_of
+from verl_hadw.core.anchor.checkpoint_dirs import earlier_valid_checkpoint, step_of
 from verl_hadw.core.anchor.file_format import STATE_FILE, payload, read_state_file, write_state_file
 from verl_hadw.core.anchor.resume import check_saved_options, continue_under, resumable, warn_unrecorded_checkpoint
 from verl_hadw.core.errors import AnchorFileError, MissingAnchorStateError
@@ -21,8 +21,6 @@ from verl_hadw.core.options import HadwConfig
 from verl_hadw.verl.anchor_store.persistence import Persistence, resolve_resume_dir
 from verl_hadw.verl.config.run_options import CallConfig
 from verl_hadw.verl.verl_terms import ALLOW_MISSING_STATE, RESUME_ELSEWHERE, VERL
-
-__all__ = ["LegacySnapshots", "from_call", "from_trainer", "SNAPSHOT_DIR"]
 
 logger = logging.getLogger(__name__)
 
@@ -75,19 +73,19 @@ class LegacySnapshots(Persistence):
         """The anchor saved at step ``step - 1`` for the checkpoint verl resumed from (None: a fresh anchor)."""
         if step is None or step <= 1:
             return None
-        folder, candidates = self._resumed_from(cfg.state_key, step)
-        for path in candidates:
-            if os.path.lexists(path):  # a dangling or looping link is read, and named: not a missing snapshot
-                return continue_under(self.read(path, step - 1, folder), cfg, self.options, path, VERL,
-                                      earlier=lambda: self._way_back(folder, True))
+        folder, candidates, path = self._resumed_from(cfg.state_key, step)
+        if path is not None:
+            return continue_under(self.read(path, step - 1, folder), cfg, self.options, path, VERL,
+                                  earlier=lambda: self._way_back(folder, True))
         found = (f"from {folder}, but found no anchor snapshot for step {step - 1} (looked for "
                  f"{' and '.join(candidates)})" if folder else "but found no checkpoint folder (trainer.resume_mode="
                  f"{self.resume_mode!r}, trainer.default_local_dir={self.local_dir})")
         return self.missing(cfg, f"HA-DW anchor '{cfg.state_key}': {self.trainer} resumed at step {step} {found}. "
                                  f"Resume from a checkpoint that has it, or {ALLOW_MISSING_STATE}.")
 
-    def _resumed_from(self, key: str, step: int) -> tuple[str | None, list[str]]:
-        """The ``global_step_{step - 1}`` folder verl resumed from (None: none), and where its anchor may be."""
+    def _resumed_from(self, key: str, step: int) -> tuple[str | None, list[str], str | None]:
+        """The ``global_step_{step - 1}`` folder verl resumed from (None: none), where its anchor may be, and where it
+        is (None: nowhere; a dangling or looping link is there, to be read and named: not a missing snapshot)."""
         previous = step - 1
         trainer = {"resume_mode": self.resume_mode, "default_local_dir": self.local_dir}
         folder = resolve_resume_dir(OmegaConf.create({**trainer, "resume_from_path": self.resume_from_path}))
@@ -96,39 +94,29 @@ class LegacySnapshots(Persistence):
                                           f"checkpoint to resume from is now {folder} (step {step_of(folder)}): its "
                                           "tracker file changed after verl loaded its checkpoint. Give each run its "
                                           "own trainer.default_local_dir and restart.")
-        return folder, [] if folder is None else [
+        candidates = [] if folder is None else [
             self.snapshot_path(previous, os.path.dirname(os.path.normpath(folder))),  # written by this back-end
             os.path.join(folder, STATE_FILE)]  # a copied snapshot, or a checkpoint written by the v1 callback
+        return folder, candidates, next((path for path in candidates if os.path.lexists(path)), None)
 
     def check_estimator(self, key: str, step: int) -> None:
         """``CheckpointFiles.check_estimator`` for a run resumed at ``step``, through its snapshot."""
         if step <= 1:
             return
-        folder, candidates = self._resumed_from(key, step)
-        for path in candidates:
-            if os.path.lexists(path):
-                check_saved_options(self.read(path, step - 1, folder), self.options, path, VERL,
-                                    earlier=lambda: self._way_back(folder, False))
-                return
-        if folder is not None:  # nothing recorded: said
+        folder, _, path = self._resumed_from(key, step)
+        if path is not None:
+            check_saved_options(self.read(path, step - 1, folder), self.options, path, VERL,
+                                earlier=lambda: self._way_back(folder, False))
+        elif folder is not None:  # nothing recorded: said
             warn_unrecorded_checkpoint(folder, VERL)
 
     def _way_back(self, folder: str, anchor: bool) -> str | None:
         """The newest earlier ``global_step_K`` (with ``actor/``) whose snapshot this run continues, as overrides."""
-        parent = os.path.dirname(os.path.normpath(folder))
-        steps = (int(m[1]) for n in os.listdir(parent) if (m := re.fullmatch(r"global_step_(\d+)", n)))
-        for k in sorted((k for k in steps if k < step_of(folder)), reverse=True):
-            candidate = os.path.join(parent, f"global_step_{k}")
-            if not os.path.isdir(os.path.join(candidate, "actor")):
-                continue
-            for path in (self.snapshot_path(k, parent), os.path.join(candidate, STATE_FILE)):
-                try:
-                    saved = read_state_file(path, k)
-                except (ValueError, OSError):
-                    continue
-                if resumable(saved, self.options, anchor):
-                    return f"{candidate} (trainer.resume_mode=resume_path trainer.resume_from_path={candidate})"
-        return None
+        earlier = earlier_valid_checkpoint(
+            folder, accepts=lambda saved: resumable(saved, self.options, anchor),
+            files=lambda candidate, k: [self.snapshot_path(k, os.path.dirname(candidate)),
+                                        os.path.join(candidate, STATE_FILE)])
+        return earlier and f"{earlier} (trainer.resume_mode=resume_path trainer.resume_from_path={earlier})"
 
     @staticmethod
     def read(path: str, previous: int, folder: str) -> dict:

@@ -14,8 +14,6 @@ from verl_hadw.core.anchor.machine import AnchorState, AnchorView
 from verl_hadw.core.errors import AnchorActorError
 from verl_hadw.core.options import AnchorConfig
 
-__all__ = ["AnchorService", "LocalStore", "RayStore", "actor_name", "make_store", "wait_until_released"]
-
 logger = logging.getLogger(__name__)
 
 
@@ -44,8 +42,7 @@ class AnchorService:
     """The Ray actor's body: one ``AnchorState`` behind a dict-only interface."""
 
     def __init__(self, config: dict, state: dict | None = None):
-        self.config = AnchorConfig(**config)
-        self.state = _state(self.config, state)
+        self.verl_hadw_reset(config, state)
 
     def verl_hadw_reset(self, config: dict, state: dict | None) -> dict:
         """Start over from exactly ``state`` (None: fresh); the name marks the actor as ours."""
@@ -107,8 +104,7 @@ class RayStore:
                     f"the Ray actor '{self.name}' (namespace {ray.get_runtime_context().namespace!r}) holds the name "
                     f"of algorithm.hadw.state_key={self.key!r}'s anchor but is not a verl-hadw anchor. Give this "
                     f"experiment another algorithm.hadw.state_key, or end that actor (ray.kill(ray.get_actor("
-                    f"{self.name!r})))."
-                ) from None
+                    f"{self.name!r}))).") from None
             try:
                 return actor, ray.get(reset.remote(asdict(self.config), state))
             except RayActorError:

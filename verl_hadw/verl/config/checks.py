@@ -13,13 +13,9 @@ from typing import Any, Mapping
 
 import verl_hadw.verl.support as support
 from verl_hadw.core.errors import ConfigError, UnusedOptionsWarning
-from verl_hadw.core.options import SECTIONS, declarations
+from verl_hadw.core.options import SECTIONS, declarations, plain_dict
 from verl_hadw.verl.process_state import PROCESS
 from verl_hadw.verl.verl_terms import CALLBACK_CLASS, CALLBACK_OVERRIDE
-
-__all__ = ["check_sections", "unused_options", "check_algorithm", "unsaved_anchor", "ignored_callback", "warn_once",
-           "is_our_callback", "section_of", "set_keys", "drops_groups", "check_filter_groups",
-           "check_dgpo_options_under_gdpo"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -58,12 +54,9 @@ def _looks_like(node: Any) -> bool:
     return any(difflib.get_close_matches(str(k), list(_option_names()), n=1, cutoff=0.8) for k in node)
 
 
-def section_of(algorithm: Mapping, name: str) -> Mapping:
-    """``algorithm.<name>`` of verl's ``algorithm`` section (a plain dict or a node; {} when absent)."""
-    node = algorithm.get(name) if hasattr(algorithm, "get") else None
-    if node is None or isinstance(node, Mapping):
-        return {} if node is None else node
-    raise ConfigError(f"algorithm.{name} must be a mapping, got {type(node).__name__}: {node!r}")
+def section_of(algorithm: Mapping, name: str) -> dict:
+    """``algorithm.<name>`` of verl's ``algorithm`` section (a plain dict or a node) as a dict ({} when absent)."""
+    return plain_dict(algorithm.get(name) if hasattr(algorithm, "get") else None, f"algorithm.{name}")
 
 
 def check_sections(algorithm: Mapping, root: Mapping | None = None) -> None:
@@ -77,8 +70,7 @@ def check_sections(algorithm: Mapping, root: Mapping | None = None) -> None:
         if section is not None and (_squash(key) == section or _looks_like(value)):
             raise ConfigError(f"Unknown section 'algorithm.{key}': did you mean 'algorithm.{section}'? verl ignores "
                               "unknown algorithm keys, so its options would have no effect.")
-        hit = difflib.get_close_matches(str(key), list(options), n=1, cutoff=0.85)
-        if hit:
+        if hit := difflib.get_close_matches(str(key), list(options), n=1, cutoff=0.85):
             raise ConfigError(f"Unknown key 'algorithm.{key}': did you mean 'algorithm.{options[hit[0]]}.{hit[0]}'? "
                               "The estimators' options live in algorithm.hadw and algorithm.dgpo.")
     for key, value in (root if root is not None else {}).items():
@@ -119,8 +111,7 @@ def unused_options(algorithm: Any) -> list[str]:
 def check_algorithm(algorithm: Any, root: Any = None) -> list[str]:
     """``check_sections``, then ``unused_options`` (returned), named in one ``UnusedOptionsWarning``."""
     check_sections(algorithm, root)
-    unused = unused_options(algorithm)
-    if unused:
+    if unused := unused_options(algorithm):
         estimator = algorithm.get("adv_estimator", "gae")
         it, is_ = ("it", "is") if len(unused) == 1 else ("them", "are")
         warnings.warn(f"{', '.join(unused)} {is_} set but algorithm.adv_estimator={estimator} does not read {it}: "
@@ -129,12 +120,9 @@ def check_algorithm(algorithm: Any, root: Any = None) -> list[str]:
 
 
 # ------------------------------------------------------------------------------- an anchor nobody saves
-_CALLBACKS = {CALLBACK_CLASS}  # the class path users name (a subclass of it counts too)
-
-
 def is_our_callback(name: Any) -> bool:
     """Whether ``name`` (``trainer.checkpoint_callback_class``) is the plugin's callback, or a subclass of it."""
-    if name in _CALLBACKS:
+    if name == CALLBACK_CLASS:
         return True
     if not isinstance(name, str) or not name:
         return False
@@ -143,7 +131,7 @@ def is_our_callback(name: Any) -> bool:
         mro = load_class_from_fqn(name).__mro__
     except Exception:  # verl reports a class it cannot load itself
         return False
-    return any(f"{c.__module__}.{c.__qualname__}" in _CALLBACKS for c in mro)
+    return any(f"{c.__module__}.{c.__qualname__}" == CALLBACK_CLASS for c in mro)
 
 
 def ignored_callback(algorithm: Any, trainer: Any, at_start: bool = False) -> str | None:

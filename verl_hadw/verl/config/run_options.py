@@ -3,7 +3,6 @@ checks it once per configuration (``parse_run``, ``checks``); what it read (``Ca
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -61,17 +60,11 @@ class CallConfig:
 
 def plain_algorithm(config: Any) -> dict:
     """verl's ``algorithm`` node (a ``DictConfig``, a mapping, a dataclass or None) as a plain dict, resolved."""
-    if config is None:
-        return {}
     if type(config).__module__.startswith("omegaconf"):
         node = OmegaConf.to_container(config, resolve=True)
         if isinstance(node, dict):
             return node
-    if isinstance(config, Mapping):
-        return dict(config)
-    if dataclasses.is_dataclass(config) and not isinstance(config, type):
-        return dataclasses.asdict(config)
-    raise ConfigError(f"algorithm must be a mapping, got {type(config).__name__}: {config!r}")
+    return core_options.plain_dict(config, "algorithm")
 
 
 def trainer_of(algorithm: Any) -> Any:
