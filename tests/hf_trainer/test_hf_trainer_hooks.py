@@ -175,6 +175,29 @@ def test_the_anchor_file_is_in_the_checkpoint_before_the_frameworks_save_begins(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint-2", "checkpoint-3"]  # nothing written or moved
 
 
+def test_a_refused_resume_says_what_it_found(tmp_path):
+    """A mistyped checkpoint-20 was "a link whose checkpoint was removed": each refusal now says what is there."""
+    from verl_hadw.hf_trainer.checkpoint_anchor import resumed_step
+    run = tmp_path / "run"
+    t = Trainer(run, Options())
+    t.hadw_advantages(REWARDS, LENGTHS, "train")
+    t.state.global_step = 2
+    t._save_checkpoint(None, None)
+    (run / "checkpoint-3").mkdir()
+    (run / "last").symlink_to("checkpoint-9")
+    (run / "weights").mkdir()
+    for name, said in (("checkpoint-20", "it does not exist. the path is mistyped, or the checkpoint was removed"),
+                       ("last", "it is a link to 'checkpoint-9', which does not exist. the checkpoint it pointed"),
+                       ("checkpoint-3", r"it holds no trainer_state.json. .* \(a partial checkpoint\)"),
+                       ("weights", "it holds no trainer_state.json. it is not a Stand-in checkpoint"),
+                       ("", "it holds no trainer_state.json. it is a run folder, not a Stand-in checkpoint-N")):
+        where = "in" if not name else "beside"
+        with pytest.raises(PartialCheckpointError, match=rf"{said}.*{run}/checkpoint-2 is the newest whole "
+                                                         rf"checkpoint {where} it") as refused:
+            resumed_step(str(run / name), TERMS)
+        assert ("link" in str(refused.value)) == (name == "last"), str(refused.value)
+
+
 # ------------------------------------------------------------------------------------------------ unscorable
 NAN = float("nan")
 UNSCORED = torch.tensor([[1.0], [0.0], [NAN], [0.0], [NAN], [NAN], [NAN], [NAN],  # 3 scored; none scored

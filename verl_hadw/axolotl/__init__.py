@@ -6,8 +6,6 @@ from verl_hadw.core.framework import require
 
 require("axolotl", "verl_hadw.axolotl", "axolotl")
 
-# ruff: noqa: E402  (the check above comes first: without Axolotl, these would fail with its own ImportError)
-
-from verl_hadw.axolotl.plugin import HadwPlugin
+from verl_hadw.axolotl.plugin import HadwPlugin  # noqa: E402  (after require: without Axolotl, its own ImportError)
 
 __all__ = ["HadwPlugin"]

@@ -5,13 +5,15 @@ and help (tests/axolotl/test_axolotl_args.py holds them equal). It imports no Ax
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
+from typing import Literal, get_args, get_type_hints
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
-from verl_hadw.hf_trainer.option_fields import OptionFields
+from verl_hadw.hf_trainer.option_fields import ADAPTER_FIELDS, OptionFields
 
 HELP = {f.name: f.metadata["help"] for f in dataclasses.fields(OptionFields)}  # the option field -> its help
+NUMBERS = [f"hadw_{n}" if n in ADAPTER_FIELDS else n for n, t in get_type_hints(OptionFields).items()
+           if {int, float} & {t, *get_args(t)}]  # the keys whose values are numbers: hadw_lambda_scale, ...
 
 
 class HadwArgs(BaseModel):
@@ -46,11 +48,20 @@ class HadwArgs(BaseModel):
     dgpo_success_threshold: float | None = Field(None, description=HELP["dgpo_success_threshold"])
     dgpo_epsilon: float = Field(1e-06, description=HELP["dgpo_epsilon"])
 
+    @field_validator(*NUMBERS, mode="before")
+    def not_a_boolean(cls, value, info):
+        """A number is never a boolean: ``hadw_lambda_scale: true`` is no 1.0, ``hadw_accuracy_reward_index: true``."""
+        if isinstance(value, bool):
+            raise ValueError(f"{info.field_name}: {str(value).lower()} is a boolean, not a number. Write a number.")
+        return value
+
     @model_validator(mode="after")
     def check_hadw(self):
         """Axolotl's whole config, once its own fields are valid: the options and the settings they constrain."""
         from verl_hadw.axolotl.checks import check_config  # here, not above: the package's import needs Axolotl
         from verl_hadw.axolotl.grpo_config import HadwTrainingArgs, option_values
 
-        check_config(self, HadwTrainingArgs(**option_values(self)))
+        options = HadwTrainingArgs(**option_values(self))
+        check_config(self, options)
+        self.hadw_anchor_init = options.hadw_anchor_init  # "0.5", 5e-1 (a string to PyYAML): the number checked, 0.5
         return self

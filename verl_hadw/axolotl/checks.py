@@ -3,18 +3,21 @@ the methods named: checked on Axolotl's validated config, before the model loads
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Callable
 
 from verl_hadw import AXOLOTL_RANGE
 from verl_hadw.core.errors import ConfigError
 from verl_hadw.hf_trainer.checks import LossTypes, in_range, installed
-from verl_hadw.hf_trainer.option_fields import YAML
+from verl_hadw.hf_trainer.option_fields import YAML, check_accuracy_index
+from verl_hadw.hf_trainer.reward_matrix import check_weights
 from verl_hadw.hf_trainer.trl_trainer import TRL_LOSSES, check_trl_settings
 
 TRAINER_PATH = "verl_hadw.axolotl.grpo_trainer.HadwAxolotlGRPOTrainer"  # the plugin sets trainer_cls to it
 TRL_KEYS = {key: f"trl.{key}" for key in (  # TRL's settings the messages name, in Axolotl's trl: section
     "loss_type", "scale_rewards", "reward_weights", "multi_objective_aggregation", "mask_truncated_completions")}
-LOSS_TYPES = LossTypes(TRL_LOSSES, YAML, TRL_KEYS)
+LOSS_TYPES = LossTypes(TRL_LOSSES, YAML, {**TRL_KEYS, "steps_per_generation": "trl.generation_batch_size",  # in rows
+                       "gradient_accumulation_steps": "micro_batch_size × gradient_accumulation_steps × ranks"})
 
 
 def _trl(cfg, key: str, default: Any = None) -> Any:
@@ -66,9 +69,8 @@ def check_axolotl_version() -> str:
 
 
 def check_config(cfg, options) -> None:
-    """Raise ``ConfigError`` for an option of ``options`` (``HadwTrainingArgs``) out of range, or an Axolotl or TRL
-    setting of ``cfg`` (Axolotl's config model, its own fields validated) under which the method would not be the one
-    named."""
+    """Raise ``ConfigError`` for an option of ``options`` (``HadwTrainingArgs``) out of range, or a setting of ``cfg``
+    (Axolotl's validated config) under which the method would not be the one named: what the trainer checks, here."""
     from trl import GRPOConfig
 
     check_axolotl_version()
@@ -79,17 +81,21 @@ def check_config(cfg, options) -> None:
             raise ConfigError(f"{setting} is not supported with {method}: {why}. To use the plugin, {way_out}.")
     trl = {f.name: f.default for f in GRPOConfig.__dataclass_fields__.values()}  # TRL's defaults, then Axolotl's keys
     trl.update({k: v for k, v in (cfg.trl.model_dump() if cfg.trl is not None else {}).items() if v is not None})
-    batch, processes = trl["generation_batch_size"], cfg.world_size or 1
+    if funcs := trl.get("reward_funcs"):  # the reward weights and index, refused before the model loads
+        check_weights(trl["reward_weights"] or [1.0] * len(funcs), funcs, options)
+        check_accuracy_index(options.accuracy_reward_index, funcs, options.terms)
     for key in ("loss_type", "scale_rewards", "multi_objective_aggregation", "mask_truncated_completions",
                 "top_entropy_quantile"):
         setattr(options, key, trl[key])
     options.scale_rewards = {True: "group", False: "none"}.get(options.scale_rewards, options.scale_rewards)  # as TRL
-    options.gradient_accumulation_steps = cfg.gradient_accumulation_steps or 1
-    options.steps_per_generation = None if batch is None else batch // ((cfg.micro_batch_size or 1) * processes)
+    options.steps_per_generation, options.gradient_accumulation_steps = trl["generation_batch_size"], (  # in rows
+        (cfg.micro_batch_size or 1) * (cfg.gradient_accumulation_steps or 1) * (cfg.world_size or 1))
     check_trl_settings(options, LOSS_TYPES, installed("trl", "trl"))
 
 
 def check_trainer_args(args) -> None:
-    """Raise ``ConfigError`` for a TRL setting of the trainer's ``args`` as Axolotl built them (every default and
-    derived value resolved)."""
-    check_trl_settings(args, LOSS_TYPES, installed("trl", "trl"))
+    """Raise ``ConfigError`` for a TRL setting of the trainer's ``args`` as Axolotl built them (defaults resolved)."""
+    rows = copy.copy(args)  # the generation batch in rows, as LOSS_TYPES names it
+    rows.steps_per_generation, rows.gradient_accumulation_steps = args.generation_batch_size, (
+        args.per_device_train_batch_size * args.gradient_accumulation_steps * args.world_size)
+    check_trl_settings(rows, LOSS_TYPES, installed("trl", "trl"))

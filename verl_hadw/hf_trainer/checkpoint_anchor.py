@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import logging
 import os
+import re
 import warnings
 
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
@@ -58,20 +59,25 @@ def newest_whole_checkpoint(folder: str) -> str | None:
 
 
 def resumed_step(folder: str, terms: Terms) -> int:
-    """The optimizer step the Trainer resumes ``folder`` at; ``PartialCheckpointError`` where its save was cut off."""
+    """The optimizer step the Trainer resumes ``folder`` at; ``PartialCheckpointError`` saying what is there instead."""
     try:
         return trainer_step(folder)
     except ValueError as exc:
         problem = str(exc)
-    whole, folder_there = newest_whole_checkpoint(folder), os.path.isdir(folder)
-    why = (f"{terms.framework} writes {TRAINER_STATE} last, after the weights, the optimizer and the RNG states: this "
-           f"checkpoint's save was cut off (a partial checkpoint), or it is not a {terms.framework} checkpoint"
-           if folder_there else "it names no checkpoint (a link whose checkpoint was removed, e.g. by the "
-           "checkpoint limit, before the link moved)")
-    way = f"no whole checkpoint is beside it: {terms.new_experiment}"
+    folder_there, prefix = os.path.isdir(folder), f"{PREFIX_CHECKPOINT_DIR}-"
+    run = folder_there and any(n.startswith(prefix) for n in os.listdir(folder))  # a run's output folder
+    whole, where = newest_whole_checkpoint(os.path.join(folder, prefix) if run else folder), "in" if run else "beside"
+    why = next(text for found, text in (  # the first true: what is there instead of a checkpoint
+        (not os.path.lexists(folder), "the path is mistyped, or the checkpoint was removed since"),
+        (not os.path.exists(folder), "the checkpoint it pointed to was removed (e.g. by the checkpoint limit)"),
+        (run or not folder_there, f"it is {'a run folder' if run else 'a file'}, not a {terms.framework} {prefix}N"),
+        (re.fullmatch(rf"{prefix}\d+", os.path.basename(os.path.normpath(folder))), f"{terms.framework} writes "
+         f"{TRAINER_STATE} last, after the weights, the optimizer and the RNG states: its save was cut off (a partial "
+         "checkpoint)"), (True, f"it is not a {terms.framework} checkpoint (a {prefix}N folder it saved)")) if found)
+    way = f"no whole checkpoint is {where} it: {terms.new_experiment}"
     if whole:
-        way = f"{terms.resume_elsewhere}: {whole} is the newest whole checkpoint beside it"
-        if folder_there:
+        way = f"{terms.resume_elsewhere}: {whole} is the newest whole checkpoint {where} it"
+        if folder_there and not run:
             way += f"; or move {folder} away, so that a resume from the newest checkpoint finds {whole}"
     raise PartialCheckpointError(f"cannot resume from {folder}: {problem}. {why}. Ways out: {way}.")
 
