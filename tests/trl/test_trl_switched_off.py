@@ -22,15 +22,21 @@ def logged(history: list[dict]) -> list[dict]:
     return [{k: v for k, v in h.items() if not k.startswith(("dgpo/", *TIME_KEYS))} for h in history if "loss" in h]
 
 
+def trls_own_run(folder, reward_funcs, **values) -> GRPOTrainer:
+    """TRL's own ``GRPOTrainer`` on the same task, model and settings, trained."""
+    tokenizer = build_tokenizer()
+    theirs = GRPOTrainer(model=build_model(tokenizer, 0), reward_funcs=reward_funcs,
+                         args=GRPOConfig(**config_values(folder, **values)), train_dataset=toy_dataset(),
+                         processing_class=tokenizer)
+    theirs.train()
+    return theirs
+
+
 @pytest.mark.parametrize("loss_type", ["dapo", "grpo", "bnpo", "dr_grpo"])
 def test_switched_off_it_is_trls_grpo_bit_for_bit(tmp_path, loss_type):
     ours = trainer(config(tmp_path / "ours", loss_type=loss_type, max_steps=3, **SWITCHED_OFF))
     ours.train()
-    trl_args = GRPOConfig(**config_values(tmp_path / "theirs", loss_type=loss_type, max_steps=3))
-    tokenizer = build_tokenizer()
-    theirs = GRPOTrainer(model=build_model(tokenizer, 0), reward_funcs=accuracy, args=trl_args,
-                         train_dataset=toy_dataset(), processing_class=tokenizer)
-    theirs.train()
+    theirs = trls_own_run(tmp_path / "theirs", accuracy, loss_type=loss_type, max_steps=3)
     mine, trls = logged(ours.state.log_history), logged(theirs.state.log_history)
     assert len(trls) == 3 and any(h["loss"] != 0 for h in trls)
     assert mine == trls
@@ -50,11 +56,7 @@ def test_switched_off_it_is_trls_grpo_bit_for_bit_where_completions_are_unscorab
     """TRL 1.6+ leaves such a completion out of its group's mean and std (advantage 0); 1.0-1.5 give it nansum's 0."""
     ours = trainer(config(tmp_path / "ours", max_steps=4, **SWITCHED_OFF), reward_funcs=partly_unscored)
     ours.train()
-    trl_args = GRPOConfig(**config_values(tmp_path / "theirs", max_steps=4))
-    tokenizer = build_tokenizer()
-    theirs = GRPOTrainer(model=build_model(tokenizer, 0), reward_funcs=partly_unscored, args=trl_args,
-                         train_dataset=toy_dataset(), processing_class=tokenizer)
-    theirs.train()
+    theirs = trls_own_run(tmp_path / "theirs", partly_unscored, max_steps=4)
     mine, trls = logged(ours.state.log_history), logged(theirs.state.log_history)
     assert len(trls) == 4 and any(h["loss"] != 0 for h in trls)
     assert mine == trls
