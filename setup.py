@@ -12,10 +12,11 @@ from setuptools import find_packages, setup
 
 HERE = Path(__file__).resolve().parent
 META = dict(
-    re.findall(r'^(__version__|VERL_VERSION|VERL_RANGE|TRL_RANGE|SWIFT_RANGE|AXOLOTL_RANGE) = "([^"]+)"',
-               (HERE / "verl_hadw" / "__init__.py").read_text(), re.M)
+    re.findall(r'^(__version__|VERL_VERSION|\w+_RANGE) = "([^"]+)"', (HERE / "verl_hadw" / "__init__.py").read_text(),
+               re.M)
 )
 VERL = f"verl{META['VERL_RANGE']}"
+TRANSFORMERS = f"transformers{META['TRANSFORMERS_RANGE']}"  # the HF adapters reach into its private Trainer methods
 # verl's default (v1) trainer imports TransferQueue ... uvicorn, but verl's base requirements omit them; wrapt: the
 # entry point's post-import hook (verl_hadw/verl/entry_point.py).
 VERL_EXTRA = [VERL, "TransferQueue>=0.1.10", "pyzmq", "msgspec", "cachetools", "fastapi", "uvicorn", "wrapt"]
@@ -32,12 +33,13 @@ CONFIG_PACKAGES = ["verl_hadw_configs"] + sorted(
 
 EXTRAS = {
     "verl": VERL_EXTRA,  # the verl plugin (verl_hadw.verl): beside the user's verl, within VERL_RANGE
-    "trl": [f"trl{META['TRL_RANGE']}"],  # HA-DW / DGPO in TRL's GRPOTrainer (verl_hadw.trl): no verl, Ray or vLLM
+    # HA-DW / DGPO in TRL's GRPOTrainer (verl_hadw.trl): no verl, Ray or vLLM
+    "trl": [f"trl{META['TRL_RANGE']}", TRANSFORMERS],
     # HA-DW / DGPO in ms-swift's GRPO (verl_hadw.swift), in swift's own environment (it pins trl<1.0);
     # msgspec: swift imports it without declaring it
-    "swift": [f"ms-swift{META['SWIFT_RANGE']}", "msgspec"],
+    "swift": [f"ms-swift{META['SWIFT_RANGE']}", "msgspec", TRANSFORMERS],
     # HA-DW / DGPO in Axolotl's GRPO (verl_hadw.axolotl: its plugin), in Axolotl's own environment (it pins trl)
-    "axolotl": [f"axolotl{META['AXOLOTL_RANGE']}"],
+    "axolotl": [f"axolotl{META['AXOLOTL_RANGE']}", TRANSFORMERS],
     # reward checker, results plot (datasets, pandas, tensorboard: verl); the kit composes and runs verl configs
     "repro": [*VERL_EXTRA, "math-verify", "matplotlib"],
     "research": [*VERL_EXTRA, "scipy", "matplotlib"],  # bias theory, simulator plots (the simulator calls verl)

@@ -11,3 +11,6 @@ VERL_RANGE = ">=0.9.0,<0.10"  # what the [verl] extra accepts beside an installe
 TRL_RANGE = ">=1.0.0,<2"  # what the [trl] extra accepts: a range, so an installed TRL (and its transformers) stays
 SWIFT_RANGE = ">=4.3.0,<4.7"  # what the [swift] extra accepts: ms-swift releases whose GRPO hook we replace
 AXOLOTL_RANGE = ">=0.19.0,<0.20"  # what the [axolotl] extra accepts: the Axolotl releases the adapter is proven on
+# the HF adapters (TRL's, ms-swift's, Axolotl's) override transformers' private Trainer._save_checkpoint and
+# _get_output_dir: the transformers releases they passed with (each range: docs/install.md, "Tested releases")
+TRANSFORMERS_RANGE = ">=4.56.2,<5.25"

@@ -3,7 +3,7 @@ train`` trains and logs hadw/* into Axolotl's log; the same YAML run by the CLI'
 same run bit for bit; a run killed during a save, resumed from its newest whole checkpoint, ends as the run that was
 never killed, bit for bit; DGPO and HA-DW over DGPO train and log dgpo/*; with every method switch off the plugin is
 Axolotl's own GRPO, bit for bit. Each run's records (what TRL held, the advantages handed it) are kept for the
-comparison with TRL's adapter and verl's estimator (``test_axolotl_environment.py``)."""
+comparison with TRL's adapter and verl's estimator (``tests/hf_trainer/test_across_frameworks.py``)."""
 
 import os
 import shutil
@@ -34,8 +34,8 @@ OURS = ["plugins", "hadw_adv_estimator", "hadw_lambda_scale"]  # the documented 
 
 
 def keep(name: str, folder: Path) -> None:
-    """Copy a run's records to ``$AXOLOTL_ENV_KEEP/<name>`` (the environment keeps them for the reader)."""
-    target = os.environ.get("AXOLOTL_ENV_KEEP")
+    """Copy a run's records to ``$VERL_HADW_RECORDS/<name>`` (the nox session keeps them for ``nox -s compare``)."""
+    target = os.environ.get("VERL_HADW_RECORDS")
     if target:
         shutil.copytree(folder, Path(target) / name, dirs_exist_ok=True)
 

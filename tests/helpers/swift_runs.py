@@ -81,8 +81,8 @@ def records(folder: Path, rank: int = 0) -> list[dict]:
 
 
 def keep(name: str, folder: Path) -> None:
-    """Copy a run's records to ``$SWIFT_ENV_KEEP/<name>`` (the environment keeps them for the comparison with TRL's
-    adapter and verl's estimator, tests/swift/test_swift_environment.py)."""
-    target = os.environ.get("SWIFT_ENV_KEEP")
+    """Copy a run's records to ``$VERL_HADW_RECORDS/<name>`` (the nox session keeps them for the comparison with TRL's
+    adapter and verl's estimator, tests/hf_trainer/test_across_frameworks.py)."""
+    target = os.environ.get("VERL_HADW_RECORDS")
     if target:
         shutil.copytree(folder, Path(target) / name, dirs_exist_ok=True)

@@ -1,21 +1,18 @@
-"""Every step of ``scripts/test_cpu.sh`` (what CI runs) can fail the run: each test plants, in a copy of the checkout,
-the fault one step exists to catch, runs the script there, and sees it exit non-zero at that step (and print the
-total time when pytest ran). The docs build is the test ``tests/project/test_docs_build.py``, which plants its own
-faults.
+"""Every step of CI (``bash scripts/test_cpu.sh``: nox's sessions, noxfile.py) can fail the run: each test plants, in
+a copy of the checkout, the fault one step exists to catch, runs the script there on one session, and sees it exit
+non-zero with nox's summary naming the session that failed.
 """
 
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from repo_paths import ROOT
 
-VENV = Path(sys.prefix) if (Path(sys.prefix) / "pyvenv.cfg").exists() else None  # the venv running the tests
-
 pytestmark = pytest.mark.slow
+TOOLS = ROOT / ".venv-nox"  # nox and uv, as scripts/test_cpu.sh installed them
 
 
 def checkout_copy(tmp_path: Path) -> Path:
@@ -30,58 +27,62 @@ def checkout_copy(tmp_path: Path) -> Path:
     return repo
 
 
-def run_script(repo: Path, *args: str, venv: Path | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ, VERL_HADW_VENV=str(venv or VENV))
-    env.pop("PYTEST_CURRENT_TEST", None)
-    return subprocess.run(["bash", "scripts/test_cpu.sh", *args], cwd=repo, env=env, capture_output=True, text=True,
+def run_script(repo: Path, *args: str) -> str:
+    """``bash scripts/test_cpu.sh ARGS`` in ``repo``; fails unless it exits non-zero. Its output."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "VIRTUAL_ENV", "PYTHON"))}
+    env["VERL_HADW_NOX_VENV"] = str(TOOLS)
+    proc = subprocess.run(["bash", "scripts/test_cpu.sh", *args], cwd=repo, env=env, capture_output=True, text=True,
                           timeout=900)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out[-3000:]
+    assert f"[test_cpu] nox exit {proc.returncode};" in out
+    return out
 
 
 @pytest.fixture
 def repo(tmp_path):
-    assert VENV is not None and (VENV / ".verl-hadw-install").exists(), "run from scripts/test_cpu.sh's venv"
-    # the copy's script would otherwise reinstall into this venv, pointing its editable install at the copy
-    check = subprocess.run(["bash", "scripts/install_cpu.sh", "--check"], cwd=ROOT,
-                           env=dict(os.environ, VERL_HADW_VENV=str(VENV)))
-    assert check.returncode == 0, (
-        f"{VENV} was installed from another setup.py or constraints: run bash scripts/install_cpu.sh first")
+    assert (TOOLS / "bin" / "nox").exists(), "run bash scripts/test_cpu.sh once: it installs nox and uv"
     return checkout_copy(tmp_path)
 
 
-def test_a_failing_test_fails_the_run_and_the_total_time_is_printed(repo):
-    (repo / "tests" / "test_planted.py").write_text("def test_planted():\n    assert 1 == 2\n")
-    proc = run_script(repo, "tests/test_planted.py")
-    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "1 failed" in proc.stdout and "All checks passed" in proc.stdout + proc.stderr  # lint ran and passed
-    assert "[test_cpu] pytest exit 1;" in proc.stdout and " s in all (install, lint, doctor, tests)" in proc.stdout
-
-
-def test_a_lint_error_fails_the_run_before_the_tests(repo):
+def test_a_lint_error_fails_the_lint_session(repo):
     (repo / "verl_hadw" / "planted.py").write_text("import os\n")
-    proc = run_script(repo, "tests/project/test_ci_steps.py")
-    assert proc.returncode != 0
-    assert "F401" in proc.stdout + proc.stderr and "[test_cpu]" not in proc.stdout  # pytest never started
+    out = run_script(repo, "-s", "lint")
+    assert "F401" in out and "Session lint failed" in out
 
 
-def test_a_plugin_that_does_not_register_fails_the_doctor_step(repo):
+def test_a_failing_test_fails_its_session(repo):
+    (repo / "tests" / "core" / "test_planted.py").write_text("def test_planted():\n    assert 1 == 2\n")
+    out = run_script(repo, "-s", "trl-1.0.0", "--", "tests/core/test_planted.py")
+    assert "1 failed" in out and "Session trl-1.0.0 failed" in out
+
+
+def test_an_extra_that_adds_more_than_verl_hadw_fails_its_session(repo):
+    setup = repo / "setup.py"
+    setup.write_text(setup.read_text().replace('"trl": [f"trl{META[\'TRL_RANGE\']}"]',
+                                               '"trl": [f"trl{META[\'TRL_RANGE\']}", "six"]'))
+    out = run_script(repo, "-s", "trl-1.0.0", "--", "tests/core/test_core_alone.py")
+    assert "the [trl] extra must add verl-hadw alone: it added ['six', 'verl-hadw']" in out
+    assert "passed" not in out.split("freeze diff", 1)[1]  # no test ran
+
+
+def test_a_plugin_that_does_not_register_fails_the_main_session_before_its_tests(repo):
     (repo / "verl_hadw" / "verl" / "entry_point.py").write_text(
         'raise ImportError("planted: the entry point cannot import")\n')  # what verl.plugins names
-    proc = run_script(repo, "tests/project/test_ci_steps.py")
-    assert proc.returncode != 0, proc.stdout[-3000:]
-    assert "[FAIL] registration after a plain 'import verl'" in proc.stdout and "[test_cpu]" not in proc.stdout
+    out = run_script(repo, "-s", "tests", "--", "tests/core/test_core_alone.py")
+    assert "[FAIL] registration after a plain 'import verl'" in out and "Session tests failed" in out
+    assert " passed" not in out  # pytest never started
 
 
-def test_an_install_that_fails_fails_the_run(repo, tmp_path):
+def test_an_install_that_fails_fails_the_session(repo):
     (repo / "setup.py").write_text("raise SystemExit('planted: setup.py is broken')\n")
-    # a venv of its own: the install runs
-    proc = run_script(repo, "tests/project/test_ci_steps.py", venv=tmp_path / "venv")
-    assert proc.returncode != 0 and "planted: setup.py is broken" in proc.stdout + proc.stderr
-    assert "All checks passed" not in proc.stdout + proc.stderr  # nothing after the install ran
+    out = run_script(repo, "-s", "trl-1.0.0")
+    assert "planted: setup.py is broken" in out and "Session trl-1.0.0 failed" in out
 
 
 def test_the_install_check_tells_this_checkouts_install_from_another(tmp_path):
-    """``install_cpu.sh --check`` (what ``repo`` relies on): 0 for a venv stamped from this setup.py and constraints,
-    1 for another stamp or none; it installs and creates nothing."""
+    """``install_cpu.sh --check`` (the demo's install, scripts/demo_cpu.sh): 0 for a venv stamped from this setup.py
+    and constraints, 1 for another stamp or none; it installs and creates nothing."""
     def check(venv: Path) -> int:
         env = dict(os.environ, VERL_HADW_VENV=str(venv))
         return subprocess.run(["bash", "scripts/install_cpu.sh", "--check"], cwd=ROOT, env=env).returncode
@@ -91,5 +92,8 @@ def test_the_install_check_tells_this_checkouts_install_from_another(tmp_path):
     venv.mkdir()
     (venv / ".verl-hadw-install").write_text("0123456789abcdef\n")
     assert check(venv) == 1
-    (venv / ".verl-hadw-install").write_text((VENV / ".verl-hadw-install").read_text())
+    import hashlib
+
+    stamp = hashlib.sha256((ROOT / "setup.py").read_bytes() + (ROOT / "constraints-cpu.txt").read_bytes())
+    (venv / ".verl-hadw-install").write_text(stamp.hexdigest()[:16] + "\n")
     assert check(venv) == 0 and sorted(p.name for p in venv.iterdir()) == [".verl-hadw-install"]

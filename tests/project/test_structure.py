@@ -204,9 +204,6 @@ TEST_FOLDERS = {
     "cli": ["cli"],
     "project": None,
 }
-# read a framework environment's output
-ENVIRONMENT_READERS = {"trl/test_trl_environment.py", "swift/test_swift_environment.py",
-                       "axolotl/test_axolotl_environment.py"}
 TOP_LEVEL_TESTS: set[str] = set()  # test files allowed at tests/ itself, outside every folder: none
 NAMED_FILE = re.compile(r"[\w./-]+\.(?:py|sh|sbatch)\b")
 RUNNABLE = {p.name: p for folder in (HELPERS, ROOT / "scripts", ROOT / "examples", ROOT / "benchmarks")
@@ -265,12 +262,12 @@ def test_every_test_file_is_in_the_folder_of_a_package():
 
 def test_each_test_file_tests_a_package_of_its_folder():
     """It imports a module of the folder's packages, or names one (a subprocess's code, a script it runs): itself, or
-    through the helpers and its folder's test files. The environments' readers only read an environment's output."""
+    through the helpers and its folder's test files."""
     assert len(all_test_files()) > 80
     strays = []
     for path in all_test_files():
         packages, where = TEST_FOLDERS.get(path.parent.name), str(path.relative_to(TESTS))
-        if packages is None or where in ENVIRONMENT_READERS:
+        if packages is None:
             continue
         if not set(packages) & reach(path, set(), named=True):
             strays.append(f"{where} tests none of {packages}")

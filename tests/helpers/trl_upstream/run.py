@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -72,7 +73,9 @@ def materialise(trl_git: str, rev: str, work: Path) -> Path:
         text = subprocess.run(show, capture_output=True, text=True, check=True).stdout
         (out / "tests" / name).write_text(text)
     (out / "pytest.ini").write_text("[pytest]\nmarkers =\n    slow: TRL's slow tests\n    hadw_ci: CI subset\n")
-    (out / "REVISION").write_text(f"{rev} {commit.stdout.strip()}\n")
+    init = subprocess.run([*git, "show", f"{rev}:trl/__init__.py"], capture_output=True, text=True).stdout
+    version = next(iter(re.findall(r'__version__ = "([^"]+)"', init)), "unknown")  # the revision's own, not a tag's
+    (out / "REVISION").write_text(f"{rev} {commit.stdout.strip()} (TRL {version})\n")
     return out
 
 

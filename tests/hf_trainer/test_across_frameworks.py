@@ -1,15 +1,21 @@
-"""Generation batches another framework trained on (ms-swift's, Axolotl's records), replayed in order from a fresh
-anchor through TRL's adapter and verl's registered estimator, starting from what that framework itself held: the
-rewards scored again from its completions, the loss tokens of its own masks. The framework's adapters run the same
-function as TRL's (``generation_advantages``): equal exactly; verl's estimator: within 1e-6."""
+"""The same generation batch gives the same advantages through ms-swift, Axolotl, TRL and verl.
+
+The ms-swift and Axolotl sessions (``nox -s swift-4.6.0 axolotl-0.19.0``...) keep what each HA-DW / DGPO run trained
+on (``VERL_HADW_RECORDS``); ``nox -s compare`` runs this file over those folders (``VERL_HADW_COMPARE``, one per
+session). Each batch is replayed in order from a fresh anchor through TRL's adapter and verl's registered estimator,
+starting from what that framework itself held: the rewards scored again from its completions, the loss tokens of its
+own masks (their sum is its ``num_items_in_batch``). The framework's adapters run the same function as TRL's
+(``verl_hadw.hf_trainer``'s ``generation_advantages``): equal exactly; verl's estimator: within 1e-6.
+"""
 
 from __future__ import annotations
 
 import json
-import re
+import os
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 from trl_helpers import config, trainer
 
@@ -22,14 +28,14 @@ RUNS = {  # a framework's kept runs -> (TRL config overrides, verl's estimator)
     "dgpo": ({"adv_estimator": "dgpo"}, compute_dgpo_outcome_advantage),
     "hadw_over_dgpo": ({"hadw_base": "dgpo"}, compute_hadw_outcome_advantage),
 }
+KEPT = [Path(p) for p in os.environ.get("VERL_HADW_COMPARE", "").split(os.pathsep) if p]
 
 
-def kept_calls(output: str, name: str) -> list[dict]:
-    """The kept run ``name``'s calls on rank 0, from the folder a framework environment's ``output`` names
-    (``environment_shell.report`` prints it once every check passed)."""
-    folders = re.findall(r"^\[[\w-]+ [\d.]+\] records: (.+)$", output, re.M)
-    assert len(folders) == 1, "the environment kept no records: it failed (its test above says where)"
-    return [json.loads(line) for line in (Path(folders[0]) / name / "rank0.jsonl").read_text().splitlines()]
+def kept_calls(folder: Path, name: str) -> list[dict]:
+    """The kept run ``name``'s calls on rank 0."""
+    path = folder / name / "rank0.jsonl"
+    assert path.exists(), f"{folder.name} kept no {name} run: run nox -s {folder.name} before nox -s compare"
+    return [json.loads(line) for line in path.read_text().splitlines()]
 
 
 def verl_advantages(t, estimator, rewards: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
@@ -45,9 +51,15 @@ def verl_advantages(t, estimator, rewards: torch.Tensor, lengths: torch.Tensor) 
     return adv[:, 0]
 
 
-def replay(calls: list[dict], name: str, tmp_path) -> int:
-    """Replay ``calls`` (each: ``step``, ``completions``, ``solutions``, ``mask_tokens``, the ``advantages`` the
-    framework trained on, its ``anchor`` after the call) of the kept run ``name``; the number of calls replayed."""
+def test_every_session_to_compare_is_named():
+    assert KEPT, "VERL_HADW_COMPARE names no record folder: run nox -s compare"
+
+
+@pytest.mark.parametrize("folder", KEPT, ids=[k.name for k in KEPT])
+@pytest.mark.parametrize("name", list(RUNS))
+def test_the_same_batch_gives_the_same_advantages_through_each_framework_trl_and_verl(tmp_path, folder, name):
+    calls = kept_calls(folder, name)
+    assert calls and all(sum(c["mask_tokens"]) == np.ravel(c["num_items_in_batch"])[0] for c in calls)
     overrides, estimator = RUNS[name]
     t = trainer(config(tmp_path, **overrides))  # TRL's adapter, fresh anchor
     reset()  # verl's estimator: a fresh anchor too
@@ -66,4 +78,3 @@ def replay(calls: list[dict], name: str, tmp_path) -> int:
                 assert t.hadw_anchor.state.to_dict()["posteriors"] == call["anchor"]["posteriors"]
     finally:
         reset()
-    return len(calls)
