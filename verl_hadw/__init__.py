@@ -8,7 +8,7 @@ registers ``hadw`` and ``dgpo``; TRL's (``verl_hadw.trl``) gives ``HadwGRPOTrain
 __version__ = "0.1.0"
 VERL_VERSION = "0.9.1"  # the verl the tests run against throughout ([gpu]'s pins; 0.9.0 has its own e2e launches)
 VERL_RANGE = ">=0.9.0,<0.10"  # what the [verl] extra accepts beside an installed verl: the one place of the bounds
-TRL_RANGE = ">=1.0.0,<2"  # what the [trl] extra accepts: a range, so an installed TRL (and its transformers) stays
+TRL_RANGE = ">=1.0.0,!=1.15.*,<1.17"  # what the [trl] extra accepts: the releases that passed (docs/install.md)
 SWIFT_RANGE = ">=4.3.0,<4.7"  # what the [swift] extra accepts: ms-swift releases whose GRPO hook we replace
 AXOLOTL_RANGE = ">=0.19.0,<0.20"  # what the [axolotl] extra accepts: the Axolotl releases the adapter is proven on
 # the HF adapters (TRL's, ms-swift's, Axolotl's) override transformers' private Trainer._save_checkpoint and

@@ -1,7 +1,7 @@
 """Each declared range (``verl_hadw/__init__.py``) holds only releases that passed their adapter's tests, as the
 sweep's table in ``docs/install.md`` records them (``nox -t sweep`` writes it; noxfile.py's ``RELEASES`` lists what
-it runs): its lowest release passed, every release inside it passed, and it admits no release above the newest one
-tested."""
+it runs): its lowest release passed, every release inside it passed, a release it leaves out (``!=``) failed, and it
+admits no release above the newest one tested."""
 
 import ast
 import re
@@ -42,9 +42,12 @@ def range_problems(spec: SpecifierSet, results: dict[str, str]) -> list[str]:
     if lower != {Version(inside[0])}:
         problems.append(f"its lower bound is not its lowest tested release {inside[0]}")
     newest = Version(inside[-1])
-    if {(s.operator, Version(s.version)) for s in spec if s.operator != ">="} != {("<", Version(
+    if {(s.operator, Version(s.version)) for s in spec if s.operator not in (">=", "!=")} != {("<", Version(
             f"{newest.major}.{newest.minor + 1}"))}:
         problems.append(f"its upper bound is not <{newest.major}.{newest.minor + 1}, past the newest tested {newest}")
+    for left_out in (s for s in spec if s.operator == "!="):  # a release left out of the range is one that failed
+        if not any(left_out.contains(r) is False and results[r] == "failed" for r in results):
+            problems.append(f"{left_out} leaves out no release that failed")
     return problems
 
 
@@ -67,3 +70,7 @@ def test_a_range_wider_than_what_passed_is_named():
         "its upper bound is not <1.1, past the newest tested 1.0.0"]
     assert range_problems(SpecifierSet(">=0.9,<1.1"), {"1.0.0": "passed"}) == [
         "its lower bound is not its lowest tested release 1.0.0"]
+    assert range_problems(SpecifierSet(">=1.0.0,!=1.1.*,<1.3"), results) == []  # the failed release left out
+    assert range_problems(SpecifierSet(">=1.0.0,!=1.2.*,<1.3"), results) == [
+        "1.1.0 failed", "its upper bound is not <1.2, past the newest tested 1.1.0",
+        "!=1.2.* leaves out no release that failed"]

@@ -23,10 +23,10 @@ def fake_trl(monkeypatch, installed: str) -> None:
 
 def test_the_installed_trl_is_in_the_range():
     assert trl_version.installed_trl() in SpecifierSet(verl_hadw.TRL_RANGE, prereleases=True)
-    assert verl_hadw.TRL_RANGE == ">=1.0.0,<2"
+    assert verl_hadw.TRL_RANGE == ">=1.0.0,!=1.15.*,<1.17"
 
 
-@pytest.mark.parametrize("installed", ["0.29.1", "2.0.0", "0.0.1"])
+@pytest.mark.parametrize("installed", ["0.29.1", "1.15.0", "1.17.0", "2.0.0", "0.0.1"])
 def test_a_trl_outside_the_range_is_refused_at_the_config(tmp_path, monkeypatch, installed):
     fake_trl(monkeypatch, installed)
     with pytest.raises(ConfigError) as info:

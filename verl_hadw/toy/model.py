@@ -42,6 +42,7 @@ def build_tokenizer(chars: str | list[str] = CHARS, chat_template: str = CHAT_TE
         pad_token="<|endoftext|>",
         eos_token="<|im_end|>",
         additional_special_tokens=["<|im_start|>"],
+        model_input_names=["input_ids", "attention_mask"],  # Qwen2's: no token_type_ids, which generate() refuses
     )
     tokenizer.chat_template = chat_template
     return tokenizer
