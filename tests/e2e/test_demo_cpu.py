@@ -1,22 +1,16 @@
 """The CPU demo learns: ``scripts/demo_cpu.sh``'s run (``verl_hadw.toy.launch --demo``: configs/cpu/demo.yaml,
 default data.seed) through verl's real ``main_ppo``, read from its console log; it writes its PNG and its
-checkpoints, and its sampling draws afresh at every step. The run is the session's ``demo`` launch
-(tests/helpers/e2e_runs.py), which test_e2e_cpu.py also reads."""
+checkpoints, and its sampling draws afresh at every step. The run is the session's ``demo_run`` launch
+(tests/helpers/launches.py), which test_e2e_cpu.py also reads."""
 
 import pytest
 
 from verl_hadw.core.anchor.file_format import STATE_FILE
 from verl_hadw.toy.plot import rise
 
-pytestmark = [pytest.mark.slow, pytest.mark.e2e("demo")]
+pytestmark = pytest.mark.slow
 
 STEPS = 30
-
-
-@pytest.fixture
-def demo_run(e2e):
-    return e2e.result("demo")
-
 
 def test_demo_reward_rises_and_the_png_is_written(demo_run):
     assert sorted(demo_run.steps) == list(range(1, STEPS + 1))

@@ -13,8 +13,7 @@ import subprocess
 import sys
 
 import pytest
-from e2e_runs import DEMO_RESUME_FROM, DEMO_RESUMED, DEMO_STEPS, HALF
-from e2e_stage import RAY_STARTED
+from launches import DEMO_RESUME_FROM, DEMO_RESUMED, DEMO_STEPS, HALF, RAY_STARTED
 
 from verl_hadw.core.anchor.file_format import STATE_FILE
 from verl_hadw.toy.launch import stable_metrics
@@ -245,11 +244,9 @@ def assert_step_lines(steps, n, metrics):
     assert nonzero_steps >= 1
 
 
-@pytest.mark.e2e("demo")
-def test_v1_hadw(e2e):
+def test_v1_hadw(demo_run):
     """The demo's 30-step run: HA-DW's metrics on every step, the anchor carried from step to step, its file in
     both checkpoints."""
-    demo_run = e2e.result("demo")
     steps = demo_run.steps
     assert_step_lines(steps, DEMO_STEPS, HADW_METRICS)
     for step in range(2, DEMO_STEPS + 1):
@@ -259,23 +256,21 @@ def test_v1_hadw(e2e):
     assert steps[1]["training/rollout_probs_diff_max"] < 1e-2  # the hfcpu rollout samples the actor's weights
 
 
-@pytest.mark.e2e("colocate_dgpo")
-def test_v1_dgpo(e2e):
-    """DGPO alone through the v1 trainer (``algorithm.adv_estimator=dgpo``, the ``colocate_dgpo`` launch,
-    tests/helpers/e2e_runs.py): its metrics on each step, no HA-DW metric, and the callback records the estimator in
+def test_v1_dgpo(colocate_dgpo_run):
+    """DGPO alone through the v1 trainer (``algorithm.adv_estimator=dgpo``, the ``colocate_dgpo_run`` launch,
+    tests/helpers/launches.py): its metrics on each step, no HA-DW metric, and the callback records the estimator in
     each checkpoint (a resume under hadw is refused). HA-DW over DGPO: the smoke launch (test_e2e_modes.py)."""
-    run = e2e.result("colocate_dgpo")
+    run = colocate_dgpo_run
     assert_step_lines(run.steps, HALF, DGPO_METRICS)
     assert not any(k.startswith("hadw/") for values in run.steps.values() for k in values)
     saved = json.loads((run.out / f"global_step_{HALF}" / STATE_FILE).read_text())
     assert saved["state"] is None and saved["options"]["algorithm.adv_estimator"] == "dgpo"
 
 
-@pytest.mark.e2e("demo", "demo_resumed")
-def test_resume_continues_the_run_exactly(e2e):
+def test_resume_continues_the_run_exactly(demo_run, demo_resumed_run):
     """Resumed from the demo's step-15 checkpoint, a run reproduces every metric of the demo's steps 16-18 bit for
     bit (not only the anchor): same rollouts, same batch order, same update. Timings and memory are left out."""
-    demo_run, resumed = e2e.result("demo"), e2e.result("demo_resumed").steps
+    resumed = demo_resumed_run.steps
     assert sorted(resumed) == list(range(DEMO_RESUME_FROM + 1, DEMO_RESUME_FROM + DEMO_RESUMED + 1))
     for step in resumed:
         expected = stable_metrics(demo_run.steps[step])
@@ -283,9 +278,8 @@ def test_resume_continues_the_run_exactly(e2e):
         assert stable_metrics(resumed[step]) == expected, step
 
 
-@pytest.mark.e2e("refused")
-def test_typo_fails_fast_naming_the_key(e2e):
-    run = e2e.result("refused")
+def test_typo_fails_fast_naming_the_key(refused_run):
+    run = refused_run
     assert run.code != 0
     assert "Unknown key 'algorithm.hadw.lamda_scale'. Did you mean 'algorithm.hadw.lambda_scale'?" in run.log
     assert "2 problems in the config:" in run.log  # and the dynamic-sampling refusal in the same start-up error

@@ -1,8 +1,8 @@
 """End to end: verl's v1 async trainer modes and DAPO's dynamic sampling through the real ``main_ppo`` on CPU.
 
-``separate_async`` rides on the GPU smoke script's CPU run (the session's ``smoke`` launch, tests/helpers/e2e_runs.py:
-HA-DW over DGPO, steps 1-2 saved at 2, then resumed to 3); ``colocate_async`` on ``colocate_dgpo`` (DGPO alone, 2
-steps); ``refused`` is one start with two start-up problems. Each is what ``bash scripts/demo_cpu.sh
+``separate_async`` rides on the GPU smoke script's CPU run (the ``smoke_run`` launch, tests/helpers/launches.py:
+HA-DW over DGPO, steps 1-2 saved at 2, then resumed to 3); ``colocate_async`` on ``colocate_dgpo_run`` (DGPO alone, 2
+steps); ``refused_run`` is one start with two start-up problems. Each is what ``bash scripts/demo_cpu.sh
 trainer.v1.trainer_mode=<mode>`` runs (``verl_hadw.toy.launch`` adds what the mode needs, ``verl_hadw.toy.modes``),
 at 8 prompts a step; assertions read verl's console log and the anchor files verl's checkpoints carry.
 ``separate_async`` makes SEPARATE_SYNC_STEPS estimator calls per training step.
@@ -11,8 +11,7 @@ at 8 prompts a step; assertions read verl's console log and the anchor files ver
 import json
 
 import pytest
-from e2e_runs import HALF, PROMPTS, SMOKE_MODE, SMOKE_RESUME_STEPS, SMOKE_STEPS
-from e2e_stage import RAY_STARTED
+from launches import HALF, PROMPTS, RAY_STARTED, SMOKE_MODE, SMOKE_RESUME_STEPS, SMOKE_STEPS
 
 from verl_hadw.core.anchor.file_format import STATE_FILE
 from verl_hadw.toy.launch import command, parse_steps
@@ -80,20 +79,18 @@ def assert_saved_anchor(saved, step, mode, batch_acc):
     assert state["correct"] / state["count"] == batch_acc
 
 
-def smoke_phases(e2e):
+def smoke_phases(smoke):
     """The smoke launch's two runs: (folder, train log, resume log, train steps, resume steps)."""
-    smoke = e2e.result("smoke")
     assert smoke.code == 0, smoke.output[-4000:]
     train, resume = ((smoke.smoke / name).read_text() for name in ("train.log", "resume.log"))
     return smoke.smoke, train, resume, parse_steps(train), parse_steps(resume)
 
 
 @pytest.mark.slow
-@pytest.mark.e2e("smoke")
-def test_separate_async_hadw_advances_the_anchor_once_per_step(e2e):
+def test_separate_async_hadw_advances_the_anchor_once_per_step(smoke_run):
     """Steps 1-2 of the smoke's first run, in separate_async: verl's async path ran, one anchor step per training
     step over its K calls, and the anchor file of the step-2 checkpoint holds both calls of that step."""
-    folder, train, _, first, _ = smoke_phases(e2e)
+    folder, train, _, first, _ = smoke_phases(smoke_run)
     assert f"'trainer_mode': '{SMOKE_MODE}'" in train and "warmup prompts" in train  # verl's async path ran
     assert_anchor_steps(first, 1, SMOKE_STEPS)
     saved = anchor_file(folder / "checkpoints", SMOKE_STEPS)
@@ -101,14 +98,13 @@ def test_separate_async_hadw_advances_the_anchor_once_per_step(e2e):
 
 
 @pytest.mark.slow
-@pytest.mark.e2e("smoke")
-def test_separate_async_resume_continues_the_anchor(e2e):
+def test_separate_async_resume_continues_the_anchor(smoke_run):
     """Resumed from the step-2 checkpoint (the smoke's second run): the anchor continues exactly where it was saved.
     The later steps' rollouts are not those of an uninterrupted run (an async batch depends on rollout timing, and
     verl restores the in-flight prompts, not the generation); the docs' verl-on-CPU page says what resumes in these
     modes. colocate_async calls the estimator once a step, and that resume is the sync demo's (test_e2e_cpu.py's
     test_resume_continues_the_run_exactly, bit for bit)."""
-    folder, _, resume, first, second = smoke_phases(e2e)
+    folder, _, resume, first, second = smoke_phases(smoke_run)
     assert f"'trainer_mode': '{SMOKE_MODE}'" in resume
     assert f"Resuming from {folder / 'checkpoints' / f'global_step_{SMOKE_STEPS}'}" in resume
     assert_anchor_steps(second, SMOKE_STEPS + 1, SMOKE_RESUME_STEPS)
@@ -122,14 +118,13 @@ def test_separate_async_resume_continues_the_anchor(e2e):
 
 
 @pytest.mark.slow
-@pytest.mark.e2e("smoke")
-def test_separate_async_dgpo(e2e):
-    """The smoke runs train HA-DW over DGPO (tests/helpers/e2e_runs.py's ASYNC_BASE): DGPO's metrics on every step,
+def test_separate_async_dgpo(smoke_run):
+    """The smoke runs train HA-DW over DGPO (tests/helpers/launches.py's SMOKE_OVERRIDES): DGPO's metrics on every step,
     and the K calls of a separate_async step add up, every group of the step counted once. DGPO alone files its K calls
     under the same trainer step (``process_state.stateless_step``: test_verl_integration.py's
     test_dgpo_alone_files_the_k_calls_of_a_trainer_step_under_that_step) and logs no HA-DW metric (the
-    ``colocate_dgpo`` launch, test_e2e_cpu.py::test_v1_dgpo)."""
-    _, _, _, first, second = smoke_phases(e2e)
+    ``colocate_dgpo_run`` launch, test_e2e_cpu.py::test_v1_dgpo)."""
+    _, _, _, first, second = smoke_phases(smoke_run)
     steps = {**first, **second}
     assert sorted(steps) == list(range(1, SMOKE_RESUME_STEPS + 1))
     for step, values in steps.items():
@@ -138,11 +133,10 @@ def test_separate_async_dgpo(e2e):
 
 
 @pytest.mark.slow
-@pytest.mark.e2e("colocate_dgpo")
-def test_colocate_async_dgpo(e2e):
-    """DGPO alone in colocate_async (the ``colocate_dgpo`` launch): verl's async path ran, DGPO's metrics are on every
-    step, and each step counts every group of its prompts once (one estimator call a step in this mode)."""
-    run = e2e.result("colocate_dgpo")
+def test_colocate_async_dgpo(colocate_dgpo_run):
+    """DGPO alone in colocate_async (the ``colocate_dgpo_run`` launch): verl's async path ran, DGPO's metrics are on
+    every step, and each step counts every group of its prompts once (one estimator call a step in this mode)."""
+    run = colocate_dgpo_run
     assert "'trainer_mode': 'colocate_async'" in run.log and "warmup prompts" in run.log  # verl's async path ran
     assert sorted(run.steps) == list(range(1, HALF + 1))
     for step, values in run.steps.items():
@@ -151,9 +145,8 @@ def test_colocate_async_dgpo(e2e):
 
 
 @pytest.mark.slow
-@pytest.mark.e2e("refused")
-def test_hadw_with_dynamic_sampling_is_refused_before_training(e2e):
-    run = e2e.result("refused")
+def test_hadw_with_dynamic_sampling_is_refused_before_training(refused_run):
+    run = refused_run
     assert run.code != 0
     assert "algorithm.adv_estimator=hadw cannot run with algorithm.filter_groups.enable=true" in run.log
     assert "biased toward 0.5" in run.log

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from launches import DEMO_RESUME_FROM
 from omegaconf import OmegaConf
 from repo_paths import ROOT
 
@@ -38,13 +39,12 @@ def _env(tmp_path, **extra):
 
 # ------------------------------------------------------------------------------------- the script on CPU
 @pytest.mark.slow
-@pytest.mark.e2e("smoke")
-def test_script_on_cpu_toy_run_passes_every_check(e2e):
+def test_script_on_cpu_toy_run_passes_every_check(smoke_run):
     """``bash scripts/gpu_smoke.sh demo --cpu trainer.v1.trainer_mode=separate_async +algorithm.hadw.base=dgpo ...``
-    (the session's ``smoke`` launch, tests/helpers/e2e_runs.py): two real main_ppo runs (2 steps, saved; resumed to
-    3), then the verdict: every check passes, the anchor's (its file in each checkpoint, step 3's prior continuing the
+    (the ``smoke_run`` launch, tests/helpers/launches.py): two real main_ppo runs (2 steps, saved; resumed to 3),
+    then the verdict: every check passes, the anchor's (its file in each checkpoint, step 3's prior continuing the
     anchor saved at step 2) and DGPO's metrics included. On the demo's 15 + 3 steps: the next test."""
-    run = e2e.result("smoke")
+    run = smoke_run
     assert run.code == 0, run.output[-8000:]
     verdict = (run.smoke / "verdict.txt").read_text()
     assert verdict.splitlines()[-1].startswith("smoke verdict: PASS")
@@ -59,14 +59,11 @@ def test_script_on_cpu_toy_run_passes_every_check(e2e):
 
 
 @pytest.mark.slow
-@pytest.mark.e2e("demo", "demo_resumed")
-def test_the_verdict_passes_an_hadw_run_and_its_resume(e2e, tmp_path, monkeypatch, capsys):
+def test_the_verdict_passes_an_hadw_run_and_its_resume(demo_run, demo_resumed_run, tmp_path, monkeypatch, capsys):
     """``verl-hadw smoke-check`` (the script's verdict) on the demo's first 15 steps, as a phase that ended with its
     save at step 15, and the demo resumed from that checkpoint: every check passes, the anchor's two among them
     (the anchor file in each checkpoint, and step 16's prior continuing the anchor saved at step 15)."""
-    from e2e_runs import DEMO_RESUME_FROM
-
-    demo, resumed = e2e.result("demo"), e2e.result("demo_resumed")
+    demo, resumed = demo_run, demo_resumed_run
     lines = demo.log.splitlines(keepends=True)
     cut = next(i for i, line in enumerate(lines) if DEMO_RESUME_FROM + 1 in parse_steps(line))
     first = "".join(lines[:cut])  # verl's log up to its step-15 save
@@ -74,7 +71,7 @@ def test_the_verdict_passes_an_hadw_run_and_its_resume(e2e, tmp_path, monkeypatc
     (tmp_path / "first.log").write_text(first)
     (tmp_path / "resume.log").write_text(resumed.log)
     monkeypatch.setenv("VERL_HADW_CONFIGS", str(ROOT / "configs" / "cpu"))
-    monkeypatch.setenv("VERL_HADW_ASSETS", str(demo.out.parent / "assets"))  # the stage's toy assets
+    monkeypatch.setenv("VERL_HADW_ASSETS", str(demo.out.parent / "assets"))  # the launches' toy assets
     config = tmp_path / "config.yaml"
     assert cli_main(["configs", "--show", "demo", *demo_overrides(str(demo.out))]) == 0
     config.write_text(capsys.readouterr().out)

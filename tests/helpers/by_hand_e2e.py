@@ -18,28 +18,31 @@ spends:
   restore, tests/e2e/test_verl090_e2e.py) and the legacy trainer's steps through verl's ``compute_advantage`` with
   folders as its ``_save_checkpoint`` writes them (tests/verl/test_legacy_resume.py).
 
-    .venv/bin/python -m pytest tests/helpers/by_hand_e2e.py
+Each test reads the launches of tests/helpers/launches.py it names, with the installed verl; those of verl 0.9.0
+need verl 0.9.0 installed (a virtualenv of its own, as the verl-0.9.0 nox session's), the others verl 0.9.1:
+
+    .venv/bin/python -m pytest tests/helpers/by_hand_e2e.py -k "not verl_0_9_0"
+    <verl 0.9.0's environment>/bin/python -m pytest tests/helpers/by_hand_e2e.py -k verl_0_9_0
 """
 
 import csv
+import importlib.metadata
 import json
 
 import pytest
-from e2e_runs import GDPO_TYPO, HALF, STRAIGHT
-from e2e_stage import RAY_STARTED
+from launches import GDPO_TYPO, HALF, RAY_STARTED, STRAIGHT
 
 from verl_hadw.research import study
 from verl_hadw.toy.task import TIERS
 
 
 @pytest.mark.slow
-@pytest.mark.e2e("quick_study")
-def test_quick_study_through_main_ppo(e2e):
-    """``verl-hadw study --quick`` (the session's ``quick_study`` launch, tests/helpers/e2e_runs.py): hadw, then grpo
-    at HA-DW's measured Φ × lr, one seed, one step; rerunning skips both runs."""
+def test_quick_study_through_main_ppo(quick_study_run):
+    """``verl-hadw study --quick`` (the ``quick_study_run`` launch, tests/helpers/launches.py): hadw, then grpo at
+    HA-DW's measured Φ × lr, one seed, one step; rerunning skips both runs."""
     from verl_hadw.cli import main
 
-    run = e2e.result("quick_study")
+    run = quick_study_run
     assert run.code == 0, run.output[-8000:]
     out, docs = run.out, run.docs
     plan = study.quick_plan(out)
@@ -63,11 +66,11 @@ def test_quick_study_through_main_ppo(e2e):
 
 
 @pytest.mark.slow
-@pytest.mark.e2e("v090_gdpo_dgpo_keys")
-def test_gdpo_dgpo_keys_on_verl_0_9_0_stops_before_the_first_update(e2e):
+def test_gdpo_dgpo_keys_on_verl_0_9_0_stops_before_the_first_update(v090_gdpo_dgpo_keys_run):
     """No start-up check at all (0.9.0 cannot load the callback, the Hydra check removed): nothing of ours stands in
     front of verl's gdpo, whose own assertion (no algorithm.gdpo_reward_keys) stops the first advantage."""
-    run = e2e.result("v090_gdpo_dgpo_keys")
+    assert importlib.metadata.version("verl") == "0.9.0"  # the launch runs this interpreter's verl
+    run = v090_gdpo_dgpo_keys_run
     assert run.code != 0 and GDPO_TYPO not in run.log
     assert RAY_STARTED in run.log and "verl-hadw start-up check" not in run.log  # it got as far as the trainer
     assert "GDPO requires 'algorithm.gdpo_reward_keys'" in run.log  # verl's own gdpo, untouched
@@ -75,10 +78,10 @@ def test_gdpo_dgpo_keys_on_verl_0_9_0_stops_before_the_first_update(e2e):
 
 
 @pytest.mark.slow
-@pytest.mark.e2e("v091_gdpo_dgpo_keys_callback")
-def test_gdpo_dgpo_keys_on_verl_0_9_1_stops_where_verl_builds_the_callback(e2e):
+def test_gdpo_dgpo_keys_on_verl_0_9_1_stops_where_verl_builds_the_callback(v091_gdpo_dgpo_keys_callback_run):
     """The Hydra check removed, the callback left: verl builds it in its driver (a Ray actor) before any worker."""
-    run = e2e.result("v091_gdpo_dgpo_keys_callback")
+    assert importlib.metadata.version("verl") == "0.9.1"  # the launch runs this interpreter's verl
+    run = v091_gdpo_dgpo_keys_callback_run
     assert run.code != 0 and GDPO_TYPO in run.log
     assert RAY_STARTED in run.log and "verl-hadw start-up check" not in run.log  # in verl's driver, not before Ray
     assert "GDPO requires 'algorithm.gdpo_reward_keys'" not in run.log and not run.steps
@@ -87,11 +90,11 @@ def test_gdpo_dgpo_keys_on_verl_0_9_1_stops_where_verl_builds_the_callback(e2e):
 
 
 @pytest.mark.slow
-@pytest.mark.e2e("v091_gdpo_dgpo_keys")
-def test_gdpo_dgpo_keys_on_verl_0_9_1_without_the_callback_stops_before_the_first_update(e2e):
+def test_gdpo_dgpo_keys_on_verl_0_9_1_without_the_callback_stops_before_the_first_update(v091_gdpo_dgpo_keys_run):
     """No start-up check at all (no callback, no Hydra check): nothing of ours stands in front of verl's gdpo, whose
     own assertion (no algorithm.gdpo_reward_keys) stops the first advantage."""
-    run = e2e.result("v091_gdpo_dgpo_keys")
+    assert importlib.metadata.version("verl") == "0.9.1"  # the launch runs this interpreter's verl
+    run = v091_gdpo_dgpo_keys_run
     assert run.code != 0 and GDPO_TYPO not in run.log
     assert RAY_STARTED in run.log and "verl-hadw start-up check" not in run.log  # it got as far as the trainer
     assert "GDPO requires 'algorithm.gdpo_reward_keys'" in run.log  # verl's own gdpo, untouched
@@ -104,9 +107,8 @@ LEGACY_ANCHOR = ["hadw/anchor_prior", "hadw/anchor_posterior", "hadw/batch_acc",
 
 
 @pytest.mark.slow
-@pytest.mark.e2e("legacy_straight")
-def test_legacy_run_snapshots_the_anchor_of_each_checkpoint(e2e):
-    straight = e2e.result("legacy_straight")
+def test_legacy_run_snapshots_the_anchor_of_each_checkpoint(legacy_straight_run):
+    straight = legacy_straight_run
     log, steps = straight.log, straight.steps
     assert "main_ppo_v0" in log or "Legacy trainer" in log
     assert sorted(steps) == list(range(1, STRAIGHT + 1))
@@ -125,10 +127,9 @@ def test_legacy_run_snapshots_the_anchor_of_each_checkpoint(e2e):
 
 
 @pytest.mark.slow
-@pytest.mark.e2e("legacy_straight", "legacy_resumed")
-def test_legacy_resume_continues_the_anchor_exactly(e2e):
+def test_legacy_resume_continues_the_anchor_exactly(legacy_straight_run, legacy_resumed_run):
     """Resumed from the uninterrupted run's step-2 checkpoint and anchor snapshot (a job killed after it saved)."""
-    straight, resumed = e2e.result("legacy_straight"), e2e.result("legacy_resumed")
+    straight, resumed = legacy_straight_run, legacy_resumed_run
     assert "Resuming from" in resumed.log and f"global_step_{HALF}" in resumed.log
     assert sorted(resumed.steps) == list(range(HALF + 1, STRAIGHT + 1))
     for step in range(HALF + 1, STRAIGHT + 1):

@@ -1,8 +1,8 @@
 """Where things are in the checkout, for the tests and their helpers: the one place that climbs from a file.
 
 tests/ has no __init__.py (verl ships a top-level ``tests`` package): conftest.py puts this folder on ``sys.path``,
-so ``from repo_paths import ROOT`` works in every test, in a child pytest (own_process.py), in the framework
-environments, and in the scripts of this folder run on their own (``python tests/helpers/...``).
+so ``from repo_paths import ROOT`` works in every test, in every xdist worker, in the framework environments, and in
+the scripts of this folder run on their own (``python tests/helpers/...``).
 """
 
 from pathlib import Path

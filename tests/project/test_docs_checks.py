@@ -41,7 +41,7 @@ def check(tokens: list[str]) -> None:
     while tokens and ENV.match(tokens[0]):
         check_env(tokens.pop(0))
     assert tokens, "an environment assignment without a command"
-    program, args = tokens[0].removeprefix(".venv/bin/"), tokens[1:]
+    program, args = re.sub(r"^(\.venv|\.nox/[\w-]+)/bin/", "", tokens[0]), tokens[1:]
     if program == "export":
         for assignment in args:
             check_env(assignment)
@@ -55,7 +55,7 @@ def check(tokens: list[str]) -> None:
     if program in TOOLS:
         return check_tool(program, args)
     checks = {"verl-hadw": check_cli, "pytest": check_pytest, "pip": check_pip, "sbatch": check_sbatch,
-              "verl-hadw-swift": check_swift, "swift": check_swift}
+              "verl-hadw-swift": check_swift, "swift": check_swift, "nox": check_nox}
     assert program in checks, f"no check knows the program {program!r}: add one to tests/project/test_docs_commands.py"
     return checks[program](args)
 
@@ -217,6 +217,35 @@ def check_pytest(args: list[str]) -> None:
 def defined_names(path: Path) -> frozenset[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     return frozenset(n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef)))
+
+
+def nox_sessions() -> tuple[set[str], set[str]]:
+    """The session names and tags noxfile.py defines (read, not imported: nox is not installed here)."""
+    tree = ast.parse((ROOT / "noxfile.py").read_text(encoding="utf-8"))
+    names, tags = set(), set(re.findall(r'tags=\[?"(\w+)"', (ROOT / "noxfile.py").read_text(encoding="utf-8")))
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and any("session" in ast.unparse(d) for d in node.decorator_list):
+            names.add(node.name)
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "RELEASES":
+            for framework, releases in ast.literal_eval(node.value).items():
+                names |= {f"{ {'ms-swift': 'swift'}.get(framework, framework)}-{r}" for r in releases}
+    return names, tags
+
+
+def check_nox(args: list[str]) -> None:
+    """nox's listing, a session by name (``-s``), a tag (``-t``), reuse flags; after ``--``, pytest's arguments."""
+    names, tags = nox_sessions()
+    args, _, rest = (args[:args.index("--")], None, args[args.index("--") + 1:]) if "--" in args else (args, None, [])
+    it = iter(args)
+    for arg in it:
+        assert arg in ("-l", "-s", "-t", "-R", "-r"), f"nox {arg}: a flag this check does not know"
+        if arg == "-s":
+            for name in (value := next(it)).split():
+                assert placeholder(name) or name in names, f"nox -s {value}: no such session in noxfile.py"
+        if arg == "-t":
+            assert (value := next(it)) in tags, f"nox -t {value}: no session has that tag"
+    if rest:
+        check_pytest(rest)
 
 
 def check_pip(args: list[str]) -> None:

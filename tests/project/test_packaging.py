@@ -58,7 +58,7 @@ def test_wheel_builds_without_package_warnings_and_ships_every_yaml(wheel):
 
 def test_wheel_metadata_has_one_verl_range_and_the_extras(wheel):
     """The base install is the core (torch, numpy); verl comes with [verl] as a range (one place: VERL_RANGE), TRL
-    with [trl] as a range, never verl; [gpu] follows verl's own GPU pins through its extras (vllm, fsdp)."""
+    with [trl] as a range, never verl; the HF adapters' extras bound transformers (TRANSFORMERS_RANGE); [gpu] follows verl's own GPU pins through its extras (vllm, fsdp)."""
     from packaging.requirements import Requirement
 
     path, _, _ = wheel
@@ -73,9 +73,11 @@ def test_wheel_metadata_has_one_verl_range_and_the_extras(wheel):
             by_extra.setdefault(str(r.marker).split('"')[1], {})[r.name] = r
     assert by_extra["verl"]["verl"].specifier == Requirement(f"verl{verl_hadw.VERL_RANGE}").specifier
     assert by_extra["verl"]["verl"].specifier.contains(verl_hadw.VERL_VERSION)
-    assert set(by_extra["trl"]) == {"trl"} and str(by_extra["trl"]["trl"].specifier) != ""
+    assert set(by_extra["trl"]) == {"trl", "transformers"} and str(by_extra["trl"]["trl"].specifier) != ""
     trl = by_extra["trl"]["trl"].specifier
     assert trl == Requirement(f"trl{verl_hadw.TRL_RANGE}").specifier and not trl.contains("0.29.1")
+    transformers = Requirement(f"transformers{verl_hadw.TRANSFORMERS_RANGE}").specifier  # its private API: bounded
+    assert all(by_extra[extra]["transformers"].specifier == transformers for extra in ("trl", "swift", "axolotl"))
     assert str(by_extra["gpu"]["verl"].specifier) == f"=={verl_hadw.VERL_VERSION}"
     assert by_extra["gpu"]["verl"].extras == {"fsdp", "vllm"}
     assert re.search(r"^Version: " + re.escape(verl_hadw.__version__) + "$", text, re.M)
@@ -243,17 +245,17 @@ def test_gpu_install_order_and_pins(tmp_path):
         assert last.startswith("-c import flash_attn, torch, verl, verl_hadw, vllm")  # then a check that all import
 
 
-@pytest.mark.e2e("gpu_resolve")
-def test_gpu_install_set_resolves(e2e):
+@pytest.mark.slow  # a minute, most of it waiting on pip's downloads and resolver
+def test_gpu_install_set_resolves(tmp_path):
     """pip's resolver (a real `pip install --dry-run --report` in a fresh virtualenv, PyPI metadata only: no
     CUDA wheel is downloaded) accepts the whole pinned set, with flash-attn as the script installs it (step 2,
-    before the rest). Prints the versions it picks. It waits on pip most of its time, so the session's stage runs
-    it beside the other tests (the ``gpu_resolve`` launch, tests/helpers/e2e_runs.py)."""
-    run = e2e.result("gpu_resolve")
-    assert run.code == 0, run.output[-6000:]
-    out = run.output
+    before the rest). Prints the versions it picks."""
+    proc = subprocess.run(["bash", str(ROOT / "scripts" / "install_gpu.sh"), "--resolve-only"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=2400)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-6000:]
     report = out[out.index("[install_gpu] resolved"):]
-    print(f"\n{report}(scripts/install_gpu.sh --resolve-only: {run.seconds:.0f} s in all)")
+    print(f"\n{report}(scripts/install_gpu.sh --resolve-only)")
     picked = dict(re.findall(r"^  (\S+)\s+(\S+)", report, re.M))
     assert picked["torch"] == "2.11.0" and picked["vllm"] == "0.24.0" and picked["transformers"] == "5.9.0"
     assert picked["flash-attn"] == "2.8.3" and picked["verl"] == "0.9.1" and picked["verl-hadw"] != "MISSING"

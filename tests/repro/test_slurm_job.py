@@ -13,7 +13,7 @@ from launcher_fakes import ROOT, checkpoint, fake_cluster
 
 from verl_hadw.repro.compose import compose_run
 
-pytestmark = [pytest.mark.slow, pytest.mark.beside]  # fake-cluster shells: tens of seconds
+pytestmark = pytest.mark.slow  # fake-cluster shells: tens of seconds
 
 
 @pytest.fixture

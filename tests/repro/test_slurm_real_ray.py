@@ -11,11 +11,11 @@ import subprocess
 import time
 
 import pytest
-from e2e_runs import until_ray_started
 from launcher_fakes import REAL_PY, ROOT, SCONTROL
+from launches import until_ray_started
 from ports import free_port
 
-pytestmark = [pytest.mark.slow, pytest.mark.beside]  # a real Ray cluster
+pytestmark = pytest.mark.slow  # a real Ray cluster
 
 
 PASS_THROUGH_SRUN = r"""#!/usr/bin/env bash

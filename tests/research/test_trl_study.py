@@ -97,8 +97,7 @@ def test_the_arith_study_has_two_primary_outcomes_holm_corrected_together():
     assert both["p_t"] == one["p_t"] and both["p_holm"] > one["p_holm"]  # adjusted over twice the tests
 
 
-@pytest.mark.slow
-@pytest.mark.beside  # five runs, each a process importing torch and TRL: about a minute
+@pytest.mark.slow  # five runs, each a process importing torch and TRL: about a minute
 def test_the_quick_arith_study_runs_every_method_paired_by_seed_and_a_run_reproduces_bit_for_bit(tmp_path):
     """``--task arith --quick``: a stand-in model pretrained for a few steps, then every method of the arithmetic
     study; the tables the page reads, the two hardest tiers' accuracy, GRPO's within-group balance of exactly 1, the

@@ -16,7 +16,7 @@ import pytest
 from ports import free_port
 from repo_paths import HELPERS
 
-pytestmark = [pytest.mark.slow, pytest.mark.beside]  # two processes importing torch, transformers, TRL: 15-25 s
+pytestmark = pytest.mark.slow  # two processes importing torch, transformers, TRL: 15-25 s
 
 
 def test_two_ranks_hold_the_same_anchor_every_step(tmp_path):

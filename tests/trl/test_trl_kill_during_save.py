@@ -25,7 +25,7 @@ from trl_helpers import killed_config, trainer
 from verl_hadw.core.anchor.file_format import STATE_FILE
 from verl_hadw.core.errors import PartialCheckpointError
 
-pytestmark = [pytest.mark.slow, pytest.mark.beside]  # a process per moment, each importing torch and TRL: ~6 s
+pytestmark = pytest.mark.slow  # a process per moment, each importing torch and TRL: ~6 s
 
 
 def files(folder) -> dict[str, tuple[int, int]]:

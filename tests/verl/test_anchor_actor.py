@@ -21,7 +21,7 @@ from verl_hadw.verl.anchor_store.stores import LocalStore, RayStore, actor_name
 from verl_hadw.verl.checkpoint_callback import HadwCheckpointCallback
 from verl_hadw.verl.config.run_options import parse_run
 
-pytestmark = [pytest.mark.slow, pytest.mark.ray_driver]  # Ray: tens of seconds, in a child pytest (own_process.py)
+pytestmark = pytest.mark.slow  # Ray: tens of seconds
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

@@ -36,7 +36,7 @@ from verl_hadw.verl.anchor_store import client as anchor_client  # noqa: E402
 from verl_hadw.verl.anchor_store.stores import AnchorService, actor_name, wait_until_released  # noqa: E402
 from verl_hadw.verl.config.run_options import parse_run  # noqa: E402
 
-pytestmark = [pytest.mark.slow, pytest.mark.ray_driver]  # a Ray driver: a child pytest (tests/helpers/own_process.py)
+pytestmark = pytest.mark.slow  # a Ray cluster of several raylets
 
 NAMESPACE = "verl-hadw-cluster-test"  # every driver joins it: names are the only thing keeping anchors apart
 ANCHOR = {"eta": 3.0, "window": 4}

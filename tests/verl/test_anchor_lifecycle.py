@@ -15,7 +15,7 @@ from verl_hadw.verl.anchor_store import client as anchor_client
 from verl_hadw.verl.anchor_store.stores import LocalStore, RayStore, actor_name, wait_until_released
 from verl_hadw.verl.config.run_options import parse_run
 
-pytestmark = [pytest.mark.slow, pytest.mark.ray_driver]  # real Ray: tens of seconds, in a child pytest (own_process.py)
+pytestmark = pytest.mark.slow  # real Ray: tens of seconds
 
 
 def start_ray():

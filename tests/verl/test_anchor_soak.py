@@ -24,7 +24,7 @@ from verl_hadw.verl.anchor_store import client as anchor_client
 from verl_hadw.verl.anchor_store.stores import actor_name
 from verl_hadw.verl.config.run_options import parse_run
 
-pytestmark = [pytest.mark.slow, pytest.mark.ray_driver]  # a Ray driver: a child pytest (tests/helpers/own_process.py)
+pytestmark = pytest.mark.slow  # 10,000 steps, half of them through a Ray actor
 
 STEPS = 10_000
 WARMUP = 1_000  # RSS is compared between the end of the warm-up and the end of the soak

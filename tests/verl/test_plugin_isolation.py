@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-pytestmark = [pytest.mark.slow, pytest.mark.beside]  # subprocesses: in the child pytest (own_process.py)
+pytestmark = pytest.mark.slow  # fresh interpreters
 
 EXTRAS = ("scipy", "matplotlib", "math_verify")  # the modules of what [research]/[repro] bring
 

@@ -1,6 +1,6 @@
 """verl 0.9.1 beside TRL 1.x (the ``[trl]`` extra): verl's FSDP workers import a class TRL removed.
 
-The end-to-end launches (tests/helpers/e2e_runs.py) run in the CI environment, which holds the ``[trl]`` extra: they
+The end-to-end launches (tests/helpers/launches.py) run in the CI environment, which holds the ``[trl]`` extra: they
 train only because ``verl_hadw.cpu``'s patch tells verl's ``apply_monkey_patch`` that such a TRL is absent.
 """
 
