@@ -31,6 +31,11 @@ import nox
 nox.options.default_venv_backend = "uv"
 nox.options.error_on_missing_interpreters = True
 nox.needs_version = ">=2025.2.9"
+# Every process of a session writes bytecode on first import, under .nox/pycache (never beside the checkout's sources):
+# with PYTHONDONTWRITEBYTECODE set, each of them (every test worker, every Ray worker of a launch) would compile torch,
+# transformers and verl from source again (pytest's collection alone: 14 of its 21 s).
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+os.environ["PYTHONPYCACHEPREFIX"] = str(Path(__file__).resolve().parent / ".nox" / "pycache")
 # uv reads no pip settings: a folder of local wheels pip is told of (the CPU build of torch, say) is uv's too
 if os.environ.get("PIP_FIND_LINKS") and not os.environ.get("UV_FIND_LINKS"):
     os.environ["UV_FIND_LINKS"] = os.environ["PIP_FIND_LINKS"]
