@@ -24,6 +24,7 @@ import json
 import os
 import re
 import shutil
+import tempfile
 from pathlib import Path
 
 import nox
@@ -71,6 +72,7 @@ FOLDERS = {"verl": ["tests/verl"], "trl": ["tests/core", "tests/trl", "tests/hf_
            "axolotl": ["tests/axolotl", "tests/hf_trainer"],
            "transformers": ["tests/trl/test_trl_training.py", "tests/trl/test_trl_kill_during_save.py"]}
 TOOLS = ["pytest", "pytest-xdist", "hypothesis", "psutil", "peft", "mypy"]  # the tests' own, pinned to the framework's
+SEED = ["--seed"]  # pip in every test environment, as a user's has it: tests run pip (the resolver, a verl 0.8.0)
 PYTEST = ["-n", "2", "--dist", "loadgroup", "-p", "no:cacheprovider", "-q", "-rfE"]
 # A release below the newest runs its adapter's tests leaner: one moment of the kill during a save, the switched-off
 # comparison under one loss type (the newest release runs them all, in CI and in the sweep).
@@ -86,6 +88,12 @@ VERL_OLDER = [*(f"tests/verl/test_{name}.py" for name in ("estimators", "input_c
                                                          "parse_once", "verl_versions", "gdpo_with_dgpo_options",
                                                          "dynamic_sampling", "legacy_resume")),
               "tests/e2e/test_verl090_e2e.py", "-m", "not verl091"]
+
+
+def outside(session: nox.Session) -> None:
+    """The session's temporary files outside its virtualenv: nox points TMPDIR into it, where Ray refuses its temp_dir
+    ("must not be child directory of virtualenv root") and so verl's main_ppo cannot start."""
+    session.env["TMPDIR"] = tempfile.mkdtemp(prefix=f"nox-{session.name}-")
 
 
 def newest(framework: str) -> str:
@@ -130,6 +138,7 @@ def framework(session: nox.Session, name: str, release: str) -> None:
     """One release of ``name``: the framework first, then the extra (its freeze diff checked), then its adapter's
     tests. A sweep writes the result to ``RESULTS`` whatever it is."""
     outcome = "failed"
+    outside(session)
     try:
         if name == "transformers":
             first = [f"trl=={newest('trl')}", f"transformers=={release}"]
@@ -165,7 +174,7 @@ def define(name: str, release: str) -> None:
         framework(session, name, release)
 
     run.__doc__ = f"{name} {release}, then the [{EXTRA[name]}] extra; {' '.join(FOLDERS[name])}."
-    nox.session(name=f"{short}-{release}", tags=tags)(run)
+    nox.session(name=f"{short}-{release}", tags=tags, venv_params=SEED)(run)
 
 
 @nox.session(tags=["ci"])
@@ -190,10 +199,11 @@ def docs(session: nox.Session) -> None:
     session.run("mkdocs", "build", "--strict", "--site-dir", session.create_tmp() + "/site")
 
 
-@nox.session(tags=["ci"])
+@nox.session(tags=["ci"], venv_params=SEED)
 def tests(session: nox.Session) -> None:
     """The main suite on both cores: verl's and TRL's newest releases (their freeze diff checked), every folder but
     the ms-swift and Axolotl adapters'; the demo's and the trainer modes' main_ppo launches."""
+    outside(session)
     session.install("-c", CONSTRAINTS, f"verl=={newest('verl')}", f"trl=={newest('trl')}", *BESIDE["verl"],
                     *BESIDE["trl"])
     install_extra(session, "verl,trl", editable=True)
@@ -209,7 +219,7 @@ for _name in RELEASES:
         define(_name, _release)
 
 
-@nox.session(tags=["ci"])
+@nox.session(tags=["ci"], venv_params=SEED)
 def compare(session: nox.Session) -> None:
     """The same generation batches through every framework: what the ms-swift and Axolotl sessions trained on,
     replayed through TRL's adapter and verl's estimator (run those sessions first)."""

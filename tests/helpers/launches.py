@@ -77,6 +77,9 @@ def launch_groups(items) -> dict:
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the marker into the test's id
 def pytest_collection_modifyitems(config, items):
     groups = launch_groups(items)
+    for item in items:
+        if item not in groups and (shared := shared_fixture_group(item)):
+            groups[item] = (shared, 0.0)
     for item, (name, _) in groups.items():
         item.add_marker(pytest.mark.xdist_group(name))
         if getattr(config.option, "loadgroup", False) and hasattr(item, "_id"):
@@ -86,6 +89,20 @@ def pytest_collection_modifyitems(config, items):
 
             item._id = coerce_node_id(f"{item.nodeid}@{name}")
     items.sort(key=lambda item: (0, -groups[item][1], groups[item][0]) if item in groups else (1, 0, ""))
+
+
+def shared_fixture_group(item) -> str | None:
+    """The group of a test that uses a module- or session-scoped fixture of ours (a wheel built, a Ray cluster, a
+    run trained once for its module): its module, or the session fixture's name, so that one worker builds it."""
+    for name in item.fixturenames:
+        defs = getattr(item, "_fixtureinfo", None) and item._fixtureinfo.name2fixturedefs.get(name)
+        if not defs or name in LAUNCHES or str(ROOT / "tests") not in str(getattr(defs[-1].func, "__code__", "")):
+            continue
+        if defs[-1].scope == "session":
+            return f"session:{name}"
+        if defs[-1].scope == "module":
+            return item.nodeid.split("::")[0]
+    return None
 
 
 # ------------------------------------------------------------------------------------------- how a launch runs
