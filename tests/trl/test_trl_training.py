@@ -3,8 +3,8 @@
 A tiny local Qwen2 and the toy task's verifiable reward; a few steps each. For every generation batch, TRL trains on
 the advantages it buffered; the hadw/* and dgpo/* metrics are in ``trainer.state.log_history``; TRL's completion log
 holds our advantages; with ``num_iterations > 1`` the anchor advances once per generation; a resumed run's anchor
-continues bit for bit. No verl here: the matrix's lowest-TRL environment runs this file too
-(tests/helpers/trl_environment.py). That the advantages equal verl's estimator's:
+continues bit for bit. No verl here: every TRL session of noxfile.py runs this file too (and each transformers
+session of the sweep). That the advantages equal verl's estimator's:
 tests/verl/test_verl_and_trl_agree.py.
 """
 
