@@ -12,7 +12,8 @@ if [ ! -x "$tools/bin/nox" ]; then
   python3 -m venv "$tools"
   "$tools/bin/python" -m pip install -q "nox==2026.10.20" "uv==0.13.9"
 fi
-export PATH="$PWD/$tools/bin:$PATH"
+case $tools in /*) ;; *) tools=$PWD/$tools ;; esac
+export PATH="$tools/bin:$PATH"
 [ $# -gt 0 ] || set -- -t ci
 status=0
 nox "$@" || status=$?

@@ -59,8 +59,10 @@ def test_a_failing_test_fails_its_session(repo):
 
 def test_an_extra_that_adds_more_than_verl_hadw_fails_its_session(repo):
     setup = repo / "setup.py"
-    setup.write_text(setup.read_text().replace('"trl": [f"trl{META[\'TRL_RANGE\']}"]',
-                                               '"trl": [f"trl{META[\'TRL_RANGE\']}", "six"]'))
+    text = setup.read_text()
+    assert '"trl": [f"trl{META[\'TRL_RANGE\']}", TRANSFORMERS]' in text
+    setup.write_text(text.replace('"trl": [f"trl{META[\'TRL_RANGE\']}", TRANSFORMERS]',
+                                  '"trl": [f"trl{META[\'TRL_RANGE\']}", TRANSFORMERS, "six"]'))
     out = run_script(repo, "-s", "trl-1.0.0", "--", "tests/core/test_core_alone.py")
     assert "the [trl] extra must add verl-hadw alone: it added ['six', 'verl-hadw']" in out
     assert "passed" not in out.split("freeze diff", 1)[1]  # no test ran
