@@ -32,6 +32,8 @@ def toy_arguments(assets: dict, out: Path, steps: int = 4, save_steps: int = 2, 
         "max_completion_length": 4, "max_steps": steps, "save_steps": save_steps, "logging_steps": 1,
         "learning_rate": 1e-2, "output_dir": str(out), "add_version": "false", "report_to": "none",
         "dataloader_num_workers": 0, "seed": 0, "data_seed": 0, "save_only_model": "false",
+        # no worker processes, so none to keep: ms-swift 4.5 keeps them by default and then refuses 0 workers
+        "dataloader_persistent_workers": "false",
     }
     values.update(extra)
     argv = []
