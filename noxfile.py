@@ -91,8 +91,8 @@ VERL_OLDER = [*(f"tests/verl/test_{name}.py" for name in ("estimators", "input_c
 
 
 def outside(session: nox.Session) -> None:
-    """The session's temporary files outside its virtualenv: nox points TMPDIR into it, where Ray refuses its temp_dir
-    ("must not be child directory of virtualenv root") and so verl's main_ppo cannot start."""
+    """The session's temporary files outside its virtualenv: nox's ``create_tmp`` points TMPDIR into it, where Ray
+    refuses its temp_dir ("must not be child directory of virtualenv root"): verl's main_ppo would hang at start."""
     session.env["TMPDIR"] = tempfile.mkdtemp(prefix=f"nox-{session.name}-")
 
 
@@ -124,7 +124,7 @@ def install_extra(session: nox.Session, extra: str, editable: bool = False) -> d
 
 def install_tools(session: nox.Session, after: dict[str, str], *tools: str) -> None:
     """The tests' tools, pinned to what is installed: they may add packages, never change one."""
-    pins = Path(session.create_tmp()) / "installed.txt"
+    pins = Path(session.env["TMPDIR"]) / "installed.txt"  # not session.create_tmp(): it points TMPDIR back inside
     pins.write_text("".join(f"{k}=={v}\n" for k, v in after.items() if re.fullmatch(r"[0-9][0-9a-z.+]*", v)))
     session.install("-c", str(pins), *(tools or TOOLS))
 
