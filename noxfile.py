@@ -177,7 +177,9 @@ def define(name: str, release: str) -> None:
     def run(session: nox.Session) -> None:
         framework(session, name, release)
 
-    run.__doc__ = f"{name} {release}, then the [{EXTRA[name]}] extra; {' '.join(FOLDERS[name])}."
+    paths = FOLDERS[name]
+    shown = [p for i, p in enumerate(paths) if p.startswith("tests/") and (i == 0 or paths[i - 1] != "--ignore")]
+    run.__doc__ = f"{name} {release}, then the [{EXTRA[name]}] extra; {' '.join(shown)}."
     nox.session(name=f"{short}-{release}", tags=tags, venv_params=SEED)(run)
 
 
