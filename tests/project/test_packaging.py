@@ -58,7 +58,8 @@ def test_wheel_builds_without_package_warnings_and_ships_every_yaml(wheel):
 
 def test_wheel_metadata_has_one_verl_range_and_the_extras(wheel):
     """The base install is the core (torch, numpy); verl comes with [verl] as a range (one place: VERL_RANGE), TRL
-    with [trl] as a range, never verl; the HF adapters' extras bound transformers (TRANSFORMERS_RANGE); [gpu] follows verl's own GPU pins through its extras (vllm, fsdp)."""
+    with [trl] as a range, never verl; the HF adapters' extras bound transformers (TRANSFORMERS_RANGE); [gpu]
+    follows verl's own GPU pins through its extras (vllm, fsdp)."""
     from packaging.requirements import Requirement
 
     path, _, _ = wheel

@@ -39,7 +39,8 @@ def test_a_trl_outside_the_range_is_refused_at_the_config(tmp_path, monkeypatch,
 def test_a_trl_outside_the_range_is_refused_at_the_trainer(tmp_path, monkeypatch):
     args = config(tmp_path)  # built under the real TRL
     fake_trl(monkeypatch, "0.29.1")
-    with pytest.raises(ConfigError, match=r"HadwGRPOTrainer supports TRL >=1\.0\.0,!=1\.15\.\*,<1\.17; the installed TRL is 0\.29\.1"):
+    said = r"HadwGRPOTrainer supports TRL >=1\.0\.0,!=1\.15\.\*,<1\.17; the installed TRL is 0\.29\.1"
+    with pytest.raises(ConfigError, match=said):
         HadwGRPOTrainer(model="unused", reward_funcs=accuracy, args=args, train_dataset=toy_dataset(4))
 
 
