@@ -165,7 +165,7 @@ def framework(session: nox.Session, name: str, release: str) -> None:
         pytest(session, *args, env=env)
         outcome = "passed"
     finally:
-        if not session.posargs:  # the adapter's tests as the sweep runs them: a result for docs/tested-releases.md
+        if not session.posargs:  # the adapter's tests as the sweep runs them: a row of docs/install.md's table
             RESULTS.mkdir(parents=True, exist_ok=True)
             row = {"framework": name, "release": release, "result": outcome, "date": datetime.date.today().isoformat()}
             (RESULTS / f"{session.name}.json").write_text(json.dumps(row))
