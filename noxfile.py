@@ -37,6 +37,8 @@ nox.needs_version = ">=2025.2.9"
 # transformers and verl from source again (pytest's collection alone: 14 of its 21 s).
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 os.environ["PYTHONPYCACHEPREFIX"] = str(Path(__file__).resolve().parent / ".nox" / "pycache")
+# a crash in any session's process (at interpreter exit too: rc 139) prints every thread's Python stack
+os.environ["PYTHONFAULTHANDLER"] = "1"
 # uv reads no pip settings: a folder of local wheels pip is told of (the CPU build of torch, say) is uv's too
 if os.environ.get("PIP_FIND_LINKS") and not os.environ.get("UV_FIND_LINKS"):
     os.environ["UV_FIND_LINKS"] = os.environ["PIP_FIND_LINKS"]
@@ -219,8 +221,7 @@ def tests(session: nox.Session) -> None:
     session.install("-c", CONSTRAINTS, "-e", ".[verl,trl,repro,research,test]")
     session.run("python", "-m", "verl_hadw.cli", "doctor")  # verl sees the estimators
     session.run("pytest", *PYTEST, "--durations=25", *session.posargs,
-                env={"WANDB_MODE": "disabled", "TOKENIZERS_PARALLELISM": "false", "HF_HUB_DISABLE_TELEMETRY": "1",
-                     "PYTHONFAULTHANDLER": "1"})
+                env={"WANDB_MODE": "disabled", "TOKENIZERS_PARALLELISM": "false", "HF_HUB_DISABLE_TELEMETRY": "1"})
 
 
 for _name in RELEASES:
